@@ -1,0 +1,55 @@
+# hpclab.cluster — the commands a user and CI run. See README.md.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+VENV ?= .venv
+PY := $(VENV)/bin/python
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+SCENARIOS ?= $(patsubst molecule/%/molecule.yml,%,$(wildcard molecule/*/molecule.yml))
+
+.PHONY: help venv setup lab lab-down test lint sanity unit molecule build clean
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+$(VENV)/.installed: requirements-dev.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -r requirements-dev.txt
+	touch $@
+
+.cache/collections/ansible_collections/hpclab/cluster:
+	mkdir -p .cache/collections/ansible_collections/hpclab
+	ln -sfn ../../../.. $@
+
+venv: $(VENV)/.installed .cache/collections/ansible_collections/hpclab/cluster ## Python environment with the pinned tools
+
+setup: venv ## Docker engine, shared apt cache and the base node image
+	tests/lab/labctl setup
+
+lab: setup ## Start the 3-node lab and deploy site.yml to it
+	tests/lab/lab up
+
+lab-down: venv ## Remove the lab's containers and network (nothing else)
+	tests/lab/lab down
+
+test: setup ## Everything CI runs: lint, sanity, unit tests, Molecule scenarios
+	tests/run-all $(SCENARIOS)
+
+lint: venv ## ansible-lint, production profile
+	ansible-lint
+
+sanity: venv ## ansible-test sanity, no ignore files
+	tests/sanity
+
+unit: venv ## Unit tests (pytest)
+	pytest tests/unit
+
+molecule: setup ## Molecule scenarios (SCENARIOS="munge ...")
+	tests/run-all --only-molecule $(SCENARIOS)
+
+build: venv ## Build the collection tarball
+	ansible-galaxy collection build --force
+
+clean: lab-down
+	rm -rf .cache tests/output hpclab-cluster-*.tar.gz
