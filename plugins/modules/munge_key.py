@@ -13,10 +13,10 @@ description:
   - Writes a binary MUNGE key given as base64 to O(path), atomically, with a temporary file created
     inside the key's own directory (mode 0600, never world-readable), then sets owner, group and mode.
   - Compares the SHA-256 of the existing key with the desired one. A key that differs is B(not)
-    replaced unless O(rotate=true): other MUNGE and Slurm daemons may still use it.
+    replaced unless O(rotate=true), because other MUNGE and Slurm daemons may still use it.
   - Key material is never returned or printed; only SHA-256 fingerprints are.
 author:
-  - hpclab.cluster contributors
+  - hpclab.cluster contributors (@hpclab)
 attributes:
   check_mode:
     support: full

@@ -1,0 +1,74 @@
+"""Helpers shared by the Molecule scenarios' testinfra verifiers.
+
+Each verifier asserts what a user would check on the real daemons. Cross-node checks reach other
+nodes through the scenario's inventory; bad-input checks run the scenario's own converge playbook
+with ansible-playbook and assert that it fails before any change.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import testinfra
+import testinfra.utils.ansible_runner
+
+INVENTORY = os.environ.get("MOLECULE_INVENTORY_FILE", "")
+SCENARIO_DIR = Path(os.environ.get("MOLECULE_SCENARIO_DIRECTORY", "."))
+RECAP_LINE = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
+
+
+def inventory_hosts(group: str = "all") -> list[str]:
+    """Host names of a group of the scenario's inventory, in inventory order."""
+    runner = testinfra.utils.ansible_runner.AnsibleRunner(INVENTORY)
+    return sorted(runner.get_hosts(group))
+
+
+def get_host(name: str):
+    """A testinfra host for another node of the scenario."""
+    return testinfra.get_host(f"ansible://{name}?ansible_inventory={INVENTORY}")
+
+
+class PlaybookRun:
+    """The outcome of one ansible-playbook run against the scenario's nodes."""
+
+    def __init__(self, proc: subprocess.CompletedProcess):
+        self.rc = proc.returncode
+        self.output = proc.stdout + proc.stderr
+        self.recap = {
+            m.group(1): {"ok": int(m.group(2)), "changed": int(m.group(3)), "unreachable": int(m.group(4)), "failed": int(m.group(5))}
+            for m in RECAP_LINE.finditer(self.output)
+        }
+
+    @property
+    def total_changed(self) -> int:
+        return sum(r["changed"] for r in self.recap.values())
+
+    def __repr__(self) -> str:  # shown by pytest when an assertion fails
+        return f"PlaybookRun(rc={self.rc}, recap={self.recap})\n{self.output[-6000:]}"
+
+
+def run_playbook(playbook: str = "converge.yml", *args: str, check: bool = False, extra_vars: dict | None = None) -> PlaybookRun:
+    """Run a playbook of the scenario against its inventory, as Molecule's converge does."""
+    cmd = ["ansible-playbook", "-i", INVENTORY, str(SCENARIO_DIR / playbook)]
+    if check:
+        cmd += ["--check", "--diff"]
+    for key, value in (extra_vars or {}).items():
+        cmd += ["-e", f"{key}={value}"]
+    cmd += list(args)
+    env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
+    return PlaybookRun(subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, check=False))
+
+
+@contextlib.contextmanager
+def journal_on_failure(host, unit: str, lines: int = 50):
+    """Print the unit's journal when the assertions inside fail."""
+    try:
+        yield
+    except AssertionError:
+        print(f"--- journalctl -u {unit} on {host.backend.get_hostname()} ---")
+        print(host.run(f"journalctl -u {unit} -n {lines} --no-pager").stdout)
+        raise

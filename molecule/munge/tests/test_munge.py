@@ -1,0 +1,129 @@
+"""The munge role on three real nodes: one key, credentials that decode across nodes, safe failures."""
+
+from __future__ import annotations
+
+import base64
+import os
+
+import pytest
+from helpers import get_host, inventory_hosts, journal_on_failure, run_playbook
+
+testinfra_hosts = inventory_hosts("munge")
+KEY = "/etc/munge/munge.key"
+FIRST = testinfra_hosts[0]
+
+
+def key_sha256(host) -> str:
+    return host.check_output(f"sha256sum {KEY}").split()[0]
+
+
+def test_munged_running(host):
+    with journal_on_failure(host, "munge"):
+        assert host.service("munge").is_running
+
+
+def test_munged_enabled(host):
+    assert host.service("munge").is_enabled
+
+
+def test_key_mode_0400(host):
+    assert host.file(KEY).mode == 0o400
+
+
+def test_key_owner_munge(host):
+    key = host.file(KEY)
+    assert (key.user, key.group) == ("munge", "munge")
+
+
+def test_key_directory_mode_0700(host):
+    directory = host.file("/etc/munge")
+    assert (directory.mode, directory.user, directory.group) == (0o700, "munge", "munge")
+
+
+def test_key_identical_to_first_node(host):
+    assert key_sha256(host) == key_sha256(get_host(FIRST))
+
+
+def test_no_key_left_in_temp_files(host):
+    assert host.run("find /etc/munge /tmp /var/tmp -name '.munge.key.*'").stdout == ""
+
+
+def test_credential_from_first_node_decodes(host):
+    credential = get_host(FIRST).check_output("munge -n")
+    result = host.run("echo %s | unmunge", credential)
+    with journal_on_failure(host, "munge"):
+        assert result.rc == 0, result.stderr
+        assert "STATUS:          Success (0)" in result.stdout
+
+
+def test_credential_from_here_decodes_on_first_node(host):
+    credential = host.check_output("munge -n")
+    assert get_host(FIRST).run("echo %s | unmunge", credential).rc == 0
+
+
+# Runs once (no `host` argument): whole-cluster properties through ansible-playbook.
+
+
+def test_check_mode_changes_nothing():
+    run = run_playbook(check=True)
+    assert run.rc == 0, run
+    assert run.total_changed == 0, run
+
+
+def test_invalid_base64_key_fails_before_any_change():
+    before = {h: key_sha256(get_host(h)) for h in testinfra_hosts}
+    run = run_playbook(extra_vars={"munge_key": "not*base64"})
+    assert run.rc != 0, run
+    assert "munge_key is not valid base64" in run.output, run
+    assert run.total_changed == 0, run
+    assert {h: key_sha256(get_host(h)) for h in testinfra_hosts} == before
+
+
+def test_short_key_fails_before_any_change():
+    run = run_playbook(extra_vars={"munge_key": base64.b64encode(b"k" * 16).decode()})
+    assert run.rc != 0, run
+    assert "munge_key decodes to 16 bytes; munged needs at least 32" in run.output, run
+    assert run.total_changed == 0, run
+
+
+def test_other_supplied_key_is_refused_without_rotate():
+    before = {h: key_sha256(get_host(h)) for h in testinfra_hosts}
+    run = run_playbook(extra_vars={"munge_key": base64.b64encode(os.urandom(64)).decode()})
+    assert run.rc != 0, run
+    assert "munge_rotate" in run.output, run
+    assert all(h in run.output for h in testinfra_hosts), run
+    assert run.total_changed == 0, run
+    assert {h: key_sha256(get_host(h)) for h in testinfra_hosts} == before
+
+
+@pytest.fixture
+def foreign_key_on_last_node():
+    """The last node holds a different key, as if set up by hand earlier; restored afterwards."""
+    node = get_host(testinfra_hosts[-1])
+    node.check_output(f"cp -p {KEY} /root/munge.key.orig")
+    node.check_output(f"head -c 64 /dev/urandom > {KEY}.new && chown munge:munge {KEY}.new && chmod 0400 {KEY}.new && mv {KEY}.new {KEY}")
+    yield node
+    node.check_output(f"cp -p /root/munge.key.orig {KEY} && rm -f /root/munge.key.orig")
+
+
+def test_node_with_foreign_key_is_named_and_left_alone(foreign_key_on_last_node):
+    foreign = key_sha256(foreign_key_on_last_node)
+    run = run_playbook()
+    assert run.rc != 0, run
+    assert "The hosts hold different MUNGE keys" in run.output, run
+    assert f"{testinfra_hosts[-1]} (sha256 {foreign[:12]})" in run.output, run
+    assert "munge_rotate=true" in run.output, run
+    assert run.total_changed == 0, run
+    assert key_sha256(foreign_key_on_last_node) == foreign
+
+
+def test_rotation_replaces_every_key_and_credentials_still_decode():
+    new_key = base64.b64encode(os.urandom(128)).decode()
+    run = run_playbook(extra_vars={"munge_key": new_key, "munge_rotate": "true"})
+    assert run.rc == 0, run
+    expected = __import__("hashlib").sha256(base64.b64decode(new_key)).hexdigest()
+    assert {key_sha256(get_host(h)) for h in testinfra_hosts} == {expected}
+    credential = get_host(FIRST).check_output("munge -n")
+    assert all(get_host(h).run("echo %s | unmunge", credential).rc == 0 for h in testinfra_hosts)
+    again = run_playbook()  # no munge_key: the hosts' shared (new) key is adopted, nothing changes
+    assert again.rc == 0 and again.total_changed == 0, again
