@@ -7,7 +7,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 SCENARIOS ?= $(patsubst molecule/%/molecule.yml,%,$(wildcard molecule/*/molecule.yml))
 
-.PHONY: help venv setup lab lab-down test lint sanity unit molecule build clean
+.PHONY: help venv setup lab lab-down test lint sanity unit molecule bench build clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -47,6 +47,9 @@ unit: venv ## Unit tests (pytest)
 
 molecule: setup ## Molecule scenarios (SCENARIOS="munge ...")
 	tests/run-all --only-molecule $(SCENARIOS)
+
+bench: setup ## Benchmark: first and no-change converge time per scenario (SCENARIOS="munge ...")
+	tests/bench $(SCENARIOS)
 
 build: venv ## Build the collection tarball
 	ansible-galaxy collection build --force

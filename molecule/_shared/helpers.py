@@ -8,6 +8,7 @@ with ansible-playbook and assert that it fails before any change.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import subprocess
@@ -56,11 +57,20 @@ def run_playbook(playbook: str = "converge.yml", *args: str, check: bool = False
     cmd = ["ansible-playbook", "-i", INVENTORY, str(SCENARIO_DIR / playbook)]
     if check:
         cmd += ["--check", "--diff"]
-    for key, value in (extra_vars or {}).items():
-        cmd += ["-e", f"{key}={value}"]
+    if extra_vars:
+        cmd += ["-e", json.dumps(extra_vars)]
     cmd += list(args)
     env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
     return PlaybookRun(subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, check=False))
+
+
+def gluster_xml(host, *args: str):
+    """Parsed `gluster ... --xml` output from a node (ElementTree root), asserting opRet 0."""
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring(host.check_output("gluster --mode=script %s --xml" % " ".join(args)))
+    assert root.findtext("opRet") == "0", root.findtext("opErrstr")
+    return root
 
 
 @contextlib.contextmanager

@@ -119,7 +119,7 @@ def test_node_with_foreign_key_is_named_and_left_alone(foreign_key_on_last_node)
 
 def test_rotation_replaces_every_key_and_credentials_still_decode():
     new_key = base64.b64encode(os.urandom(128)).decode()
-    run = run_playbook(extra_vars={"munge_key": new_key, "munge_rotate": "true"})
+    run = run_playbook(extra_vars={"munge_key": new_key, "munge_rotate": True})
     assert run.rc == 0, run
     expected = __import__("hashlib").sha256(base64.b64decode(new_key)).hexdigest()
     assert {key_sha256(get_host(h)) for h in testinfra_hosts} == {expected}

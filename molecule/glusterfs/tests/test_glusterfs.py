@@ -1,0 +1,157 @@
+"""The glusterfs role on three real glusterd nodes: a replica-3 volume, mounted everywhere, grown,
+surviving a node whose glusterd is down, and refusing bad layouts before any change."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from helpers import get_host, gluster_xml, inventory_hosts, journal_on_failure, run_playbook
+
+testinfra_hosts = inventory_hosts("glusterfs")
+FIRST, SECOND, LAST = testinfra_hosts[0], testinfra_hosts[1], testinfra_hosts[-1]
+MOUNT = "/gfsv"
+BRICK1 = "/bricks/gv0/brick1"
+GROWN = {
+    "glusterfs_volumes": [{"name": "gv0", "replica": 3, "brick_dirs": [BRICK1, "/bricks/gv0/brick2"]}],
+}
+
+
+def volume(name: str = "gv0"):
+    return gluster_xml(get_host(FIRST), "volume", "info", name).find(".//volume")
+
+
+def test_glusterd_running(host):
+    with journal_on_failure(host, "glusterd"):
+        assert host.service("glusterd").is_running
+
+
+def test_glusterd_enabled(host):
+    assert host.service("glusterd").is_enabled
+
+
+def test_volume_mounted(host):
+    mount = host.mount_point(MOUNT)
+    assert mount.exists and mount.filesystem == "fuse.glusterfs"
+
+
+def test_mount_persisted_with_netdev_and_backup_servers(host):
+    fstab = host.file("/etc/fstab").content_string
+    line = next(line for line in fstab.splitlines() if f" {MOUNT} " in line)
+    assert "_netdev" in line and "backup-volfile-servers=" in line
+
+
+def test_no_world_writable_directory_on_the_volume(host):
+    assert host.check_output(f"find {MOUNT} -maxdepth 2 -type d -perm -0002") == ""
+
+
+def test_shared_home_0755_root():
+    home = get_host(FIRST).file(f"{MOUNT}/home")
+    assert (home.mode, home.user) == (0o755, "root")
+
+
+def test_shared_munge_dir_0700_root():
+    munge = get_host(FIRST).file(f"{MOUNT}/munge")
+    assert (munge.mode, munge.user) == (0o700, "root")
+
+
+def test_volume_is_started_replica_3():
+    vol = volume()
+    assert (vol.findtext("statusStr"), vol.findtext("replicaCount"), vol.findtext("brickCount")) == ("Started", "3", "3")
+
+
+def test_every_peer_in_cluster_and_connected():
+    peers = gluster_xml(get_host(FIRST), "peer", "status").findall(".//peer")
+    assert sorted((p.findtext("hostname"), p.findtext("connected"), p.findtext("stateStr")) for p in peers) == [
+        (h, "1", "Peer in Cluster") for h in testinfra_hosts[1:]
+    ]
+
+
+def test_file_written_on_first_node_read_on_last_and_on_second_brick():
+    content = f"written on {FIRST} {uuid.uuid4()}"
+    get_host(FIRST).check_output(f"echo '{content}' > {MOUNT}/replicated.txt")
+    assert get_host(LAST).check_output(f"cat {MOUNT}/replicated.txt") == content
+    assert get_host(SECOND).check_output(f"cat {BRICK1}/replicated.txt") == content
+
+
+def test_check_mode_changes_nothing():
+    run = run_playbook(check=True)
+    assert run.rc == 0, run
+    assert run.total_changed == 0, run
+
+
+BAD_LAYOUTS = [
+    pytest.param(
+        {"glusterfs_volumes": [{"name": "gv0", "replica": 3, "bricks": [f"{h}:/bricks/odd" for h in testinfra_hosts] + [f"{FIRST}:/bricks/odd2"]}]},
+        "is not a multiple of the replica count 3",
+        id="brick-count-not-multiple-of-replica",
+    ),
+    pytest.param(
+        {"glusterfs_volumes": [{"name": "gv0", "replica": 3, "bricks": [f"{FIRST}:/bricks/a", f"{FIRST}:/bricks/b", f"{SECOND}:/bricks/a"]}]},
+        f"has two bricks on {FIRST}",
+        id="two-bricks-of-a-set-on-one-host",
+    ),
+    pytest.param(
+        {"glusterfs_volumes": [{"name": "gv0", "replica": 3, "brick_dirs": ["bricks/relative"]}]},
+        "is not absolute",
+        id="brick-path-not-absolute",
+    ),
+    pytest.param(
+        {"glusterfs_volumes": [{"name": "gv0", "replica": 3, "bricks": [f"{FIRST}:/bricks/x", f"{SECOND}:/bricks/x", "ghost9:/bricks/x"]}]},
+        "brick host 'ghost9' is not in this play",
+        id="brick-host-not-in-play",
+    ),
+    pytest.param(
+        {"glusterfs_volumes": [{"name": "bad name!", "replica": 3, "brick_dirs": [BRICK1]}], "glusterfs_mount_volume": "bad name!"},
+        "is not a valid GlusterFS volume name",
+        id="invalid-volume-name",
+    ),
+]
+
+
+@pytest.mark.parametrize("extra_vars,message", BAD_LAYOUTS)
+def test_bad_layout_fails_before_any_change(extra_vars, message):
+    before = volume()
+    run = run_playbook(extra_vars=extra_vars)
+    assert run.rc != 0, run
+    assert message in run.output and "glusterfs_volumes" in run.output and "Fix:" in run.output, run
+    assert run.total_changed == 0, run
+    assert "install | Install GlusterFS" not in run.output, run  # failed in preflight, before install
+    after = volume()
+    assert [b.text for b in after.iter("name")] == [b.text for b in before.iter("name")]
+
+
+def test_grow_to_distributed_replicate_2x3_keeps_data():
+    get_host(FIRST).check_output(f"echo before-growth > {MOUNT}/before-growth.txt")
+    run = run_playbook(extra_vars=GROWN)
+    assert run.rc == 0, run
+    vol = volume()
+    assert (vol.findtext("typeStr"), vol.findtext("brickCount"), vol.findtext("replicaCount")) == ("Distributed-Replicate", "6", "3")
+    assert get_host(LAST).check_output(f"cat {MOUNT}/before-growth.txt") == "before-growth"
+    again = run_playbook(extra_vars=GROWN)
+    assert again.rc == 0 and again.total_changed == 0, again
+
+
+@pytest.fixture
+def glusterd_down_on_last_node():
+    node = get_host(LAST)
+    node.check_output("systemctl mask --now glusterd")
+    yield node
+    node.check_output("systemctl unmask glusterd && systemctl start glusterd")
+
+
+def test_glusterd_down_on_one_node_is_reported_and_nothing_recreated(glusterd_down_on_last_node):
+    bricks_before = [b.text for b in volume().iter("name")]
+    run = run_playbook(extra_vars=dict(GROWN, glusterfs_peer_timeout=10))
+    assert run.recap[LAST]["failed"] == 1, run  # its glusterd cannot start: reported on that host
+    assert all(run.recap[h]["failed"] == 0 for h in testinfra_hosts[:-1]), run
+    assert f"{LAST}" in run.output and "disconnected" in run.output.lower(), run
+    for word in ("volume', 'create", "'delete'", "remove-brick", "'add-brick'"):
+        assert word not in run.output, run
+    assert [b.text for b in volume().iter("name")] == bricks_before
+
+
+def test_volume_serves_again_once_glusterd_is_back():
+    content = f"after recovery {uuid.uuid4()}"
+    get_host(FIRST).check_output(f"echo '{content}' > {MOUNT}/after-recovery.txt")
+    assert get_host(LAST).check_output(f"cat {MOUNT}/after-recovery.txt") == content

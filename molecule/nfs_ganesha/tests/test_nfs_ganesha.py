@@ -1,0 +1,114 @@
+"""NFS-Ganesha exporting the GlusterFS volume, checked from a separate client with a real NFS client
+(libnfs-utils) over NFSv4 and NFSv3: list, read, and writes that really land on Gluster."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from helpers import get_host, inventory_hosts, journal_on_failure, run_playbook
+
+testinfra_hosts = inventory_hosts("nfs_ganesha")
+SERVER = testinfra_hosts[0]
+OTHER_GLUSTER = [h for h in inventory_hosts("glusterfs") if h != SERVER][0]
+CLIENT = inventory_hosts("nfs_clients")[0]
+MOUNT = "/gfsv"
+USER_DIR = "nfs-rw"  # owned by uid 1000 on the volume: root is squashed on this export
+
+
+def url(path: str, version: int, **params) -> str:
+    query = "&".join([f"version={version}"] + [f"{k}={v}" for k, v in params.items()])
+    return f"nfs://{SERVER}/gv0/{path}?{query}"
+
+
+@pytest.fixture(scope="module")
+def client():
+    return get_host(CLIENT)
+
+
+@pytest.fixture(scope="module")
+def gluster_other():
+    node = get_host(OTHER_GLUSTER)
+    node.check_output(f"install -d -o 1000 -g 1000 -m 0755 {MOUNT}/{USER_DIR}")
+    return node
+
+
+def test_ganesha_running(host):
+    with journal_on_failure(host, "nfs-ganesha"):
+        assert host.service("nfs-ganesha").is_running
+
+
+def test_ganesha_enabled(host):
+    assert host.service("nfs-ganesha").is_enabled
+
+
+def test_access_limited_to_cluster_network(host):
+    conf = host.file("/etc/ganesha/ganesha.conf").content_string
+    assert "EXPORT_DEFAULTS {\n    Access_Type = None;" in conf
+    clients = [line.strip() for line in conf.splitlines() if line.strip().startswith("Clients =")]
+    assert clients and all("/" in line and "0.0.0.0/0" not in line for line in clients)
+
+
+def test_cache_invalidation_on(host):
+    assert "on" in host.check_output("gluster volume get gv0 features.cache-invalidation")
+
+
+@pytest.mark.parametrize("version", [4, 3])
+def test_export_lists(client, gluster_other, version):
+    result = client.run("nfs-ls %s", url("", version))
+    assert result.rc == 0, result.stderr
+    assert USER_DIR in result.stdout
+
+
+@pytest.mark.parametrize("version", [4, 3])
+def test_read_file_written_through_gluster(client, gluster_other, version):
+    content = f"through gluster {uuid.uuid4()}"
+    gluster_other.check_output(f"echo '{content}' > {MOUNT}/from-gluster-v{version}.txt")
+    assert client.check_output("nfs-cat %s", url(f"from-gluster-v{version}.txt", version)) == content
+
+
+@pytest.mark.parametrize("version", [4, 3])
+def test_write_over_nfs_lands_on_gluster_with_content(client, gluster_other, version):
+    content = f"written over NFSv{version} {uuid.uuid4()}"
+    client.check_output(f"echo '{content}' > /tmp/upload-v{version}.txt")
+    result = client.run("nfs-cp /tmp/upload-v%s.txt %s", str(version), url(f"{USER_DIR}/upload-v{version}.txt", version, uid=1000, gid=1000))
+    assert result.rc == 0, result.stdout + result.stderr
+    landed = gluster_other.file(f"{MOUNT}/{USER_DIR}/upload-v{version}.txt")
+    assert landed.content_string.strip() == content
+    assert (landed.uid, landed.gid) == (1000, 1000)
+
+
+def test_root_is_squashed(client, gluster_other):
+    client.check_output("echo root > /tmp/root.txt")
+    result = client.run("nfs-cp /tmp/root.txt %s", url("root-was-here.txt", 4))
+    assert result.rc != 0
+    assert not gluster_other.file(f"{MOUNT}/root-was-here.txt").exists
+
+
+def test_check_mode_changes_nothing():
+    run = run_playbook(check=True)
+    assert run.rc == 0, run
+    assert run.total_changed == 0, run
+
+
+def export(**overrides):
+    base = {"export_id": 1, "volume": "gv0", "pseudo": "/gv0", "access_type": "RW", "squash": "root_squash"}
+    return dict(base, **overrides)
+
+
+@pytest.mark.parametrize(
+    "extra_vars,message",
+    [
+        pytest.param({"nfs_ganesha_exports": [export(clients=["0.0.0.0/0"])]}, "would be open to 0.0.0.0/0", id="open-to-the-world"),
+        pytest.param({"nfs_ganesha_client_networks": []}, "would be open to nobody", id="no-client-network"),
+        pytest.param({"nfs_ganesha_exports": [export(), export(pseudo="/other")]}, "export_id must be 1..65535 and unique", id="duplicate-export-id"),
+        pytest.param({"nfs_ganesha_exports": [export(pseudo="gv0")]}, "pseudo an absolute path", id="relative-pseudo"),
+    ],
+)
+def test_bad_export_fails_before_any_change(extra_vars, message):
+    before = get_host(SERVER).file("/etc/ganesha/ganesha.conf").sha256sum
+    run = run_playbook(extra_vars=extra_vars)
+    assert run.rc != 0, run
+    assert message in run.output and "Fix:" in run.output, run
+    assert run.total_changed == 0, run
+    assert get_host(SERVER).file("/etc/ganesha/ganesha.conf").sha256sum == before

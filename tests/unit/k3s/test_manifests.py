@@ -1,0 +1,327 @@
+"""Offline validation of the k3s_nfs_csi role's manifests (no K3s, no API server).
+
+StorageClass, PersistentVolumeClaim and Deployment are validated with kubernetes-validate against the
+Kubernetes OpenAPI schemas of KUBERNETES_VERSIONS, strict (unknown fields are errors). 1.31 is the
+oldest K3s minor the role is meant for; 1.37 is the newest schema kubernetes-validate 1.37.0 ships.
+The HelmChart is validated with jsonschema against tests/unit/fixtures/k8s/helmchart-helm.cattle.io-v1.json,
+written from the fields of K3s's helm-controller CRD.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import io
+import tarfile
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+
+from ansible_collections.hpclab.cluster.plugins.filter.k8s_storageclass_check import SIDECAR_PARAMETERS
+
+KUBERNETES_VERSIONS = ("1.31.0", "1.37.0")
+TEMPLATES = ("helmchart.yaml.j2", "storageclass.yaml.j2", "smoke-pvc.yaml.j2", "smoke-deployment.yaml.j2")
+KUBERNETES_TEMPLATES = ("storageclass.yaml.j2", "smoke-pvc.yaml.j2", "smoke-deployment.yaml.j2")
+
+VARIATIONS = {
+    "defaults": {},
+    "every StorageClass option": {
+        "k3s_nfs_csi_storage_class_name": "nfs.hpclab",
+        "k3s_nfs_csi_sub_dir": "${pvc.metadata.namespace}/${pvc.metadata.name}",
+        "k3s_nfs_csi_mount_permissions": "0777",
+        "k3s_nfs_csi_on_delete": "archive",
+        "k3s_nfs_csi_mount_options": ["nfsvers=4.1", "hard"],
+        "k3s_nfs_csi_reclaim_policy": "Retain",
+        "k3s_nfs_csi_volume_binding_mode": "WaitForFirstConsumer",
+        "k3s_nfs_csi_allow_volume_expansion": False,
+        "k3s_nfs_csi_default_class": True,
+        "k3s_nfs_csi_extra_parameters": {
+            "csi.storage.k8s.io/provisioner-secret-name": "mount-options",
+            "csi.storage.k8s.io/provisioner-secret-namespace": "kube-system",
+        },
+        "k3s_nfs_csi_smoke_namespace": "smoke",
+        "k3s_nfs_csi_smoke_name": "pvc-probe",
+    },
+}
+
+
+def _chart_tarball():
+    """A minimal chart .tgz, as an admin would ship for an air-gapped site."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        data = b"apiVersion: v2\nname: csi-driver-nfs\nversion: 4.13.4\n"
+        info = tarfile.TarInfo("csi-driver-nfs/Chart.yaml")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def _leaf_paths(values, prefix=""):
+    for key, value in values.items():
+        path = prefix + key
+        if isinstance(value, dict) and value:
+            yield from _leaf_paths(value, path + ".")
+        else:
+            yield path
+
+
+# --- every template -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("template", TEMPLATES)
+def test_template_starts_with_ansible_managed(role, template):
+    text = role.render_text(template)
+    assert text.splitlines()[:3] == ["#", "# Ansible managed", "#"]
+
+
+@pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
+@pytest.mark.parametrize("variation", VARIATIONS)
+@pytest.mark.parametrize("template", KUBERNETES_TEMPLATES)
+def test_manifest_is_valid_kubernetes(role, template, variation, version):
+    obj = role.render(template, extra=VARIATIONS[variation])
+    assert kubernetes_validate.validate(obj, version, strict=True) == version.rsplit(".", 1)[0]
+
+
+def test_schema_validation_catches_a_misspelt_field(role):
+    """Guard the guard: strict schemas must reject what the API server would prune."""
+    obj = role.render("storageclass.yaml.j2")
+    obj["reclaimPolicies"] = obj.pop("reclaimPolicy")
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(obj, KUBERNETES_VERSIONS[0], strict=True)
+
+
+# --- StorageClass ---------------------------------------------------------------------------------
+
+
+def test_storageclass_defaults_come_from_the_nfs_ganesha_host(role):
+    sc = role.render("storageclass.yaml.j2")
+    assert sc["metadata"]["name"] == "nfs-csi"
+    assert sc["provisioner"] == "nfs.csi.k8s.io"
+    assert sc["parameters"] == {"server": "192.168.1.101", "share": "/gv0", "onDelete": "delete"}
+    assert sc["mountOptions"] == ["nfsvers=4.1"]
+    assert sc["reclaimPolicy"] == "Delete"
+    assert sc["volumeBindingMode"] == "Immediate"
+    assert sc["allowVolumeExpansion"] is True
+    assert not sc["metadata"].get("annotations")
+
+
+def test_server_is_the_host_name_without_ansible_host(role):
+    hosts = {"storage1": {"nfs_ganesha_exports": [{"export_id": 7, "volume": "data", "pseudo": "/data",
+                                                   "squash": "no_root_squash"}]}}
+    sc = role.render("storageclass.yaml.j2", nfs_hosts=hosts)
+    assert sc["parameters"]["server"] == "storage1"
+    assert sc["parameters"]["share"] == "/data"
+
+
+def test_share_is_the_first_export_of_the_first_nfs_host(role):
+    first = {"ansible_host": "10.0.0.5", "nfs_ganesha_exports": [
+        {"export_id": 2, "volume": "gv1", "pseudo": "/gv1", "squash": "no_root_squash"},
+        {"export_id": 1, "volume": "gv0", "pseudo": "/gv0", "squash": "no_root_squash"},
+    ]}
+    second = {"ansible_host": "10.0.0.6", "nfs_ganesha_exports": [{"export_id": 3, "volume": "x", "pseudo": "/x"}]}
+    sc = role.render("storageclass.yaml.j2", nfs_hosts={"nfs-a": first, "nfs-b": second})
+    assert sc["parameters"]["server"] == "10.0.0.5"
+    assert sc["parameters"]["share"] == "/gv1"
+
+
+def test_storageclass_options_are_rendered_as_strings_where_kubernetes_wants_strings(role):
+    sc = role.render("storageclass.yaml.j2", extra=VARIATIONS["every StorageClass option"])
+    assert sc["metadata"]["annotations"] == {"storageclass.kubernetes.io/is-default-class": "true"}
+    params = sc["parameters"]
+    assert params["subDir"] == "${pvc.metadata.namespace}/${pvc.metadata.name}"
+    assert params["mountPermissions"] == "0777"  # a YAML string, not the number 777 or 511
+    assert params["onDelete"] == "archive"
+    assert set(params) == {"server", "share", "subDir", "mountPermissions", "onDelete", *SIDECAR_PARAMETERS}
+    assert all(isinstance(v, str) for v in params.values())
+    assert sc["reclaimPolicy"] == "Retain"
+    assert sc["volumeBindingMode"] == "WaitForFirstConsumer"
+    assert sc["allowVolumeExpansion"] is False
+
+
+def test_storageclass_file_is_what_the_preflight_checks(role):
+    extra = VARIATIONS["every StorageClass option"]
+    assert role.render("storageclass.yaml.j2", extra=extra) == role.evaluate("__k3s_nfs_csi_storage_class", extra=extra)
+
+
+# --- HelmChart ------------------------------------------------------------------------------------
+
+
+def test_helmchart_from_the_repository(role, helmchart_schema):
+    hc = role.render("helmchart.yaml.j2")
+    jsonschema.validate(hc, helmchart_schema)
+    assert hc["metadata"] == {"name": "csi-driver-nfs", "namespace": "kube-system"}
+    spec = hc["spec"]
+    assert spec["chart"] == "csi-driver-nfs"
+    assert spec["repo"] == "https://raw.githubusercontent.com/kubernetes-csi/csi-driver-nfs/master/charts"
+    assert spec["version"] == "4.13.4"  # a string, no 'v' prefix since chart 4.11.0
+    assert spec["targetNamespace"] == "kube-system"
+    assert "chartContent" not in spec
+
+
+def test_helmchart_values(role):
+    values = yaml.safe_load(role.render("helmchart.yaml.j2")["spec"]["valuesContent"])
+    assert values == {
+        "image": {"baseRepo": "registry.k8s.io", "nfs": {"repository": "registry.k8s.io/sig-storage/nfsplugin"}},
+        "kubeletDir": "/var/lib/kubelet",
+        "controller": {"replicas": 1},
+        "driver": {"mountPermissions": "0"},
+    }
+
+
+def test_helmchart_values_for_a_private_registry(role, helmchart_schema, chart_value_keys):
+    extra = {
+        "k3s_nfs_csi_image_base_repo": "registry.lab:5000",
+        "k3s_nfs_csi_controller_replicas": 2,
+        "k3s_nfs_csi_driver_mount_permissions": "0755",
+        "k3s_nfs_csi_kubelet_dir": "/var/lib/kubelet",
+        "k3s_nfs_csi_chart_values": {
+            "imagePullSecrets": [{"name": "lab-registry"}],
+            "image": {"csiProvisioner": {"repository": "/mirror/csi-provisioner"}},
+            "controller": {"runOnControlPlane": True},
+        },
+    }
+    hc = role.render("helmchart.yaml.j2", extra=extra)
+    jsonschema.validate(hc, helmchart_schema)
+    values = yaml.safe_load(hc["spec"]["valuesContent"])
+    assert values["image"]["baseRepo"] == "registry.lab:5000"
+    assert values["image"]["nfs"]["repository"] == "registry.lab:5000/sig-storage/nfsplugin"
+    assert values["image"]["csiProvisioner"] == {"repository": "/mirror/csi-provisioner"}
+    assert values["controller"] == {"replicas": 2, "runOnControlPlane": True}
+    assert values["driver"]["mountPermissions"] == "0755"
+    # Helm ignores misspelt values silently: every value set must be a key of the chart's values.yaml.
+    unknown = [p for p in _leaf_paths(values) if not any(p == k or p.startswith(k + ".") for k in chart_value_keys)]
+    assert unknown == []
+
+
+def test_helmchart_with_a_shipped_chart(role, helmchart_schema):
+    tarball = _chart_tarball()
+    extra = {
+        "k3s_nfs_csi_chart_file": "/srv/charts/csi-driver-nfs-4.13.4.tgz",
+        "__k3s_nfs_csi_chart_tarball": {"content": base64.b64encode(tarball).decode(), "encoding": "base64"},
+    }
+    hc = role.render("helmchart.yaml.j2", extra=extra)
+    jsonschema.validate(hc, helmchart_schema)
+    spec = hc["spec"]
+    assert "repo" not in spec and "version" not in spec and "chart" not in spec
+    assert gzip.decompress(base64.b64decode(spec["chartContent"], validate=True)) == gzip.decompress(tarball)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"valueContent": "x: 1"},  # misspelt field
+        {"failurePolicy": "retry"},
+        {"targetNamespace": "Kube_System"},
+        {"createNamespace": "yes"},
+    ],
+)
+def test_helmchart_schema_rejects_what_the_crd_rejects(role, helmchart_schema, change):
+    hc = role.render("helmchart.yaml.j2")
+    hc["spec"].update(change)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(hc, helmchart_schema)
+
+
+def test_helmchart_schema_needs_a_chart(role, helmchart_schema):
+    hc = role.render("helmchart.yaml.j2")
+    del hc["spec"]["chart"]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(hc, helmchart_schema)
+
+
+# --- smoke test -----------------------------------------------------------------------------------
+
+
+def test_smoke_pvc_is_the_reference_designs(role):
+    pvc = role.render("smoke-pvc.yaml.j2")
+    assert pvc["spec"]["accessModes"] == ["ReadWriteMany"]
+    assert pvc["spec"]["resources"]["requests"]["storage"] == "100Mi"
+    assert pvc["spec"]["storageClassName"] == "nfs-csi"
+    assert pvc["metadata"]["namespace"] == "default"
+
+
+@pytest.mark.parametrize("variation", VARIATIONS)
+def test_smoke_deployment_mounts_the_smoke_pvc(role, variation):
+    extra = VARIATIONS[variation]
+    pvc = role.render("smoke-pvc.yaml.j2", extra=extra)
+    dep = role.render("smoke-deployment.yaml.j2", extra=extra)
+    pod = dep["spec"]["template"]
+    assert dep["metadata"]["namespace"] == pvc["metadata"]["namespace"]
+    assert pvc["spec"]["storageClassName"] == role.evaluate("k3s_nfs_csi_storage_class_name", extra=extra)
+    assert pod["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"] == pvc["metadata"]["name"]
+    assert pod["spec"]["containers"][0]["volumeMounts"][0]["name"] == pod["spec"]["volumes"][0]["name"]
+    assert dep["spec"]["selector"]["matchLabels"].items() <= pod["metadata"]["labels"].items()
+
+
+# --- preflight ------------------------------------------------------------------------------------
+
+
+def test_preflight_accepts_the_defaults_and_every_option(role):
+    assert role.evaluate("__k3s_nfs_csi_problems") == {}
+    assert role.evaluate("__k3s_nfs_csi_problems", extra=VARIATIONS["every StorageClass option"]) == {}
+
+
+@pytest.mark.parametrize(
+    ("extra", "where"),
+    [
+        ({"k3s_nfs_csi_extra_parameters": {"readOnly": "true"}}, "parameters.readOnly"),
+        ({"k3s_nfs_csi_extra_parameters": {"Share": "/gv0"}}, "parameters.Share"),
+        ({"k3s_nfs_csi_extra_parameters": {"onDelete": "purge"}}, "parameters.onDelete"),
+        ({"k3s_nfs_csi_mount_permissions": "0o755"}, "parameters.mountPermissions"),
+        ({"k3s_nfs_csi_mount_permissions": 493}, "parameters.mountPermissions"),
+        ({"k3s_nfs_csi_sub_dir": "${pvc.name}"}, "parameters.subDir"),
+        ({"k3s_nfs_csi_storage_class_name": "NFS_csi"}, "metadata.name"),
+        ({"k3s_nfs_csi_share": "/gv1"}, "parameters.share"),
+        ({"k3s_nfs_csi_share": "gv0"}, "parameters.share"),
+        ({"k3s_nfs_csi_server": ""}, "parameters.server"),
+        ({"k3s_nfs_csi_namespace": "kube.system"}, "k3s_nfs_csi_namespace"),
+        ({"k3s_nfs_csi_release_name": "csi-driver-nfs-" + "x" * 50}, "k3s_nfs_csi_release_name"),
+        ({"k3s_nfs_csi_smoke_name": "Smoke"}, "k3s_nfs_csi_smoke_name"),
+        ({"k3s_nfs_csi_smoke_namespace": "-default"}, "k3s_nfs_csi_smoke_namespace"),
+    ],
+)
+def test_preflight_names_what_is_wrong(role, extra, where):
+    problems = role.evaluate("__k3s_nfs_csi_problems", extra=extra)
+    assert list(problems) == [where]
+    # The preflight message maps StorageClass fields to the variable to fix.
+    variables = role.evaluate("__k3s_nfs_csi_field_variables")
+    if where.startswith("parameters.") and where not in variables:
+        assert where[len("parameters."):] in role.evaluate("k3s_nfs_csi_extra_parameters", extra=extra)
+
+
+def test_preflight_refuses_a_root_squashed_export(role):
+    hosts = {"pi1": {"nfs_ganesha_exports": [{"export_id": 1, "volume": "gv0", "pseudo": "/gv0"}]}}
+    problems = role.evaluate("__k3s_nfs_csi_problems", nfs_hosts=hosts)
+    assert list(problems) == ["parameters.share"]
+    assert "squashes root" in problems["parameters.share"]
+
+
+def test_preflight_finds_the_share_on_any_nfs_host(role):
+    hosts = {
+        "pi1": {"nfs_ganesha_exports": [{"export_id": 1, "volume": "gv0", "pseudo": "/gv0", "squash": "no_root_squash"}]},
+        "pi2": {"nfs_ganesha_exports": [{"export_id": 2, "volume": "gv1", "pseudo": "/gv1", "squash": "no_root_squash"}]},
+    }
+    assert role.evaluate("__k3s_nfs_csi_problems", nfs_hosts=hosts, extra={"k3s_nfs_csi_share": "/gv1"}) == {}
+
+
+def test_preflight_without_exports_in_the_inventory(role):
+    """The nfs_ganesha role's default exports are not visible to other hosts: the share is empty."""
+    problems = role.evaluate("__k3s_nfs_csi_problems", nfs_hosts={"pi1": {"ansible_host": "192.168.1.101"}})
+    assert list(problems) == ["parameters.share"]
+
+
+def test_preflight_without_an_nfs_ganesha_group_checks_no_export(role):
+    extra = {"k3s_nfs_csi_server": "nfs.example.org", "k3s_nfs_csi_share": "/exports/k8s"}
+    assert role.evaluate("__k3s_nfs_csi_exports", nfs_hosts={}) is None
+    assert role.evaluate("__k3s_nfs_csi_problems", nfs_hosts={}, extra=extra) == {}
+    assert list(role.evaluate("__k3s_nfs_csi_problems", nfs_hosts={})) == ["parameters.server", "parameters.share"]
+
+
+# --- role interface -------------------------------------------------------------------------------
+
+
+def test_defaults_and_argument_specs_have_the_same_keys(role):
+    specs = yaml.safe_load((role.role_dir / "meta" / "argument_specs.yml").read_text(encoding="utf-8"))
+    assert sorted(specs["argument_specs"]["main"]["options"]) == sorted(role.defaults)
