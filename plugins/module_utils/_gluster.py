@@ -197,6 +197,32 @@ def _peers(root) -> list:
     return peers
 
 
+def parse_volume_status(text: str) -> list:
+    """``gluster volume status NAME --xml`` → the bricks that glusterd reports, each
+    ``{"brick": "host:path", "peer": uuid, "online": bool}``. Daemons (self-heal, NFS) are left out;
+    bricks of a disconnected peer are absent from the output altogether."""
+    root = parse_xml(text)
+    bricks = []
+    for node in root.iter("node"):
+        path = _text(node, "path")
+        if not path.startswith("/"):
+            continue
+        bricks.append({"brick": f"{_text(node, 'hostname')}:{path}", "peer": _text(node, "peerid"), "online": _text(node, "status") == "1"})
+    return bricks
+
+
+def offline_bricks(volume: dict, status: list) -> list:
+    """Bricks of ``volume`` not reported online in ``status`` (matched by peer uuid and path, so a
+    peer known under another name still matches)."""
+    online = {(b["peer"], canonical_path(b["brick"].rpartition(":")[2])) for b in status if b["online"]}
+    uuids = volume.get("brick_host_uuids") or [None] * len(volume["bricks"])
+    return [
+        brick
+        for brick, uuid in zip(volume["bricks"], uuids)
+        if (uuid, canonical_path(brick.rpartition(":")[2])) not in online
+    ]
+
+
 def parse_peer_status(text: str) -> list:
     """``gluster peer status --xml`` → list of peers (this node is never listed).
 
@@ -419,6 +445,26 @@ def normalise_desired(desired: dict) -> dict:
 
 def peer_names(peer: dict) -> set:
     return {n.lower() for n in [peer["hostname"], *peer["hostnames"]] if n}
+
+
+def add_brick_names(peers: list, volume: dict | None) -> list:
+    """Peers, each also answering to the host names the volume's bricks use for it.
+
+    glusterd may list a peer under another name than the one its bricks were created with (seen in
+    the lab: a peer probed as ``gluster2`` later listed only as ``gluster2.NETWORK`` after a reverse
+    lookup on another node). The brick's peer uuid says who it is.
+    """
+    if not volume:
+        return peers
+    aliases: dict = {}
+    for brick, uuid in zip(volume["bricks"], volume.get("brick_host_uuids") or []):
+        if uuid:
+            aliases.setdefault(uuid, []).append(brick.rpartition(":")[0])
+    result = []
+    for peer in peers:
+        extra = [n for n in dict.fromkeys(aliases.get(peer["uuid"], [])) if n.lower() not in peer_names(peer)]
+        result.append(dict(peer, hostnames=[*peer["hostnames"], *extra]) if extra else peer)
+    return result
 
 
 def peer_ready(peer: dict) -> bool:

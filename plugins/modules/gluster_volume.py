@@ -263,14 +263,17 @@ from ansible_collections.hpclab.cluster.plugins.module_utils._gluster import (
     XML,
     GlusterCliError,
     GlusterError,
+    add_brick_names,
     diff_view,
     find_peer,
     host_ids,
     missing_peers,
     normalise_desired,
+    offline_bricks,
     parse_pool_list,
     parse_volume_get,
     parse_volume_info,
+    parse_volume_status,
     parse_xml,
     peer_facts,
     plan_volume,
@@ -390,14 +393,24 @@ def describe(pool: list, hosts: list) -> str:
     return ", ".join(parts)
 
 
-def wait_for_peers(gluster: Gluster, hosts: list, timeout: float, interval: float) -> tuple:
+def wait_for_peers(gluster: Gluster, hosts: list, timeout: float, interval: float, volume: dict | None) -> tuple:
     """Poll the pool until every host is ready or the timeout passes; return (pool, hosts still down)."""
     deadline = time.monotonic() + timeout
     while True:
-        pool = gluster.pool()
+        pool = add_brick_names(gluster.pool(), volume)
         down = unready_peers(pool, hosts)
         if not down or time.monotonic() >= deadline:
             return pool, down
+        time.sleep(interval)
+
+
+def wait_for_bricks(gluster: Gluster, volume: dict, timeout: float, interval: float) -> list:
+    """Poll `volume status` until every brick is online or the timeout passes; return those still offline."""
+    deadline = time.monotonic() + timeout
+    while True:
+        offline = offline_bricks(volume, parse_volume_status(gluster.read([*GLUSTER, "volume", "status", volume["name"], XML])))
+        if not offline or time.monotonic() >= deadline:
+            return offline
         time.sleep(interval)
 
 
@@ -439,7 +452,7 @@ def main() -> None:
     effective = None
     if current is not None and state != "absent" and params["options"]:
         effective = gluster.effective_options()
-    pool = gluster.pool()
+    pool = add_brick_names(gluster.pool(), current)
     result["volume"] = volume_facts(current)
     result["peers"] = peer_facts(pool)
 
@@ -486,7 +499,7 @@ def main() -> None:
     for argv in probes:
         gluster.change(argv)
     if probes or unready_peers(pool, needed):
-        pool, down = wait_for_peers(gluster, needed, params["peer_timeout"], params["peer_poll_interval"])
+        pool, down = wait_for_peers(gluster, needed, params["peer_timeout"], params["peer_poll_interval"], current)
         result["peers"] = peer_facts(pool)
         if down:
             module.fail_json(
@@ -500,7 +513,18 @@ def main() -> None:
     for argv in plan:
         gluster.change(argv)
 
-    result["volume"] = volume_facts(gluster.volume_info()) if state != "absent" else {}
+    after = gluster.volume_info() if state != "absent" else None
+    result["volume"] = volume_facts(after)
+    # A client that mounts right after `volume start` or `add-brick` can find bricks not yet up and
+    # give up: wait (bounded) until glusterd reports every brick online.
+    if after and after["status"] == "started" and any(argv[3] in ("start", "add-brick") for argv in plan):
+        offline = wait_for_bricks(gluster, after, params["peer_timeout"], params["peer_poll_interval"])
+        if offline:
+            module.fail_json(
+                msg=f"volume {name}: after {params['peer_timeout']} s these bricks are still not online: {', '.join(offline)}. "
+                "Check the brick processes and logs on those hosts (gluster volume status, /var/log/glusterfs/bricks/)",
+                **result,
+            )
     module.exit_json(**result)
 
 

@@ -618,3 +618,34 @@ def test_volume_facts(volume):
     facts = g.volume_facts(volume("volume_info_distributed_replicate.xml", "dr"))
     assert set(facts) == {"name", "id", "type", "status", "replica", "arbiter", "disperse", "redundancy", "distribute", "transport", "bricks", "options"}
     assert g.volume_facts(None) == {}
+
+
+def test_add_brick_names_lets_a_peer_answer_to_its_brick_host_name(fixture_text):
+    """Seen in the lab: a peer probed as gluster2 listed by the pool only under its FQDN."""
+    add_brick_names, find_peer, parse_pool_list = g.add_brick_names, g.find_peer, g.parse_pool_list
+
+    volume = g.parse_volume_info(fixture_text("gluster", "volume_info_replicate.xml"))["rep3"]
+    pool = parse_pool_list(fixture_text("gluster", "pool_list.xml"))
+    renamed = [dict(p, hostname=p["hostname"] + ".lab", hostnames=[n + ".lab" for n in p["hostnames"]]) if not p["local"] else p for p in pool]
+    remote = volume["bricks"][1].rpartition(":")[0]
+    assert find_peer(renamed, remote) is None
+    assert find_peer(add_brick_names(renamed, volume), remote)["hostname"] == remote + ".lab"
+    assert add_brick_names(pool, None) is pool
+
+
+def test_parse_volume_status_lists_bricks_only(fixture_text):
+    status = g.parse_volume_status(fixture_text("gluster", "volume_status_replicate.xml"))
+    assert [b["brick"] for b in status] == ["node1:/bricks/rep3", "node2:/bricks/rep3", "node3:/bricks/rep3"]
+    assert all(b["online"] for b in status)
+
+
+def test_offline_bricks_none_when_all_up(fixture_text):
+    volume = g.parse_volume_info(fixture_text("gluster", "volume_info_replicate.xml"))["rep3"]
+    status = g.parse_volume_status(fixture_text("gluster", "volume_status_replicate.xml"))
+    assert g.offline_bricks(volume, status) == []
+
+
+def test_offline_bricks_names_the_brick_of_a_disconnected_peer(fixture_text):
+    volume = g.parse_volume_info(fixture_text("gluster", "volume_info_replicate.xml"))["rep3"]
+    status = g.parse_volume_status(fixture_text("gluster", "volume_status_brick_down.xml"))
+    assert g.offline_bricks(volume, status) == ["node3:/bricks/rep3"]

@@ -15,7 +15,7 @@ from ansible_collections.hpclab.cluster.plugins.modules import gluster_volume
 GLUSTER = "/usr/sbin/gluster"
 REP3 = ["node1:/bricks/rep3", "node2:/bricks/rep3", "node3:/bricks/rep3"]
 NEW = ["node1:/bricks/new", "node2:/bricks/new", "node3:/bricks/new"]
-READS = {("volume", "info"), ("volume", "get"), ("pool", "list")}
+READS = {("volume", "info"), ("volume", "get"), ("volume", "status"), ("pool", "list")}
 # What a successful mutating command prints: the module reads only <opRet> of these. No capture
 # exists for a successful stop or rebalance; both use the same envelope as start / add-brick.
 SUCCESS = {
@@ -27,6 +27,7 @@ SUCCESS = {
     ("volume", "rebalance"): "volume_add_brick_ok.xml",
     ("volume", "delete"): "volume_delete_ok.xml",
     ("peer", "probe"): "peer_probe_again.xml",
+    ("volume", "status"): "volume_status_replicate.xml",
 }
 
 
@@ -95,8 +96,8 @@ def run(capsys, **args):
     return json.loads(capsys.readouterr().out)
 
 
-def answers(info, pool="pool_list.xml", get="volume_get_all.xml"):
-    return {("volume", "info"): info, ("pool", "list"): pool, ("volume", "get"): get}
+def answers(info, pool="pool_list.xml", get="volume_get_all.xml", status="volume_status_replicate.xml"):
+    return {("volume", "info"): info, ("pool", "list"): pool, ("volume", "get"): get, ("volume", "status"): status}
 
 
 def test_check_mode_create_runs_only_reads(gluster, capsys):
@@ -130,6 +131,13 @@ def test_create_runs_in_order_and_reports_volume(gluster, capsys):
     assert fake.mutating()[0][-1] == "node3:/bricks/rep3"  # no force without a safety flag
     assert result["volume"]["status"] == "started"
     assert result["volume"]["id"] == "b63738f5-c6cd-4ace-a1f3-abdcadb91ba3"
+
+
+def test_start_waits_until_every_brick_is_online(gluster, capsys):
+    fake = gluster(answers(["volume_info_missing.xml", "volume_info_replicate.xml"], status=["volume_status_brick_down.xml", "volume_status_replicate.xml"]))
+    result = run(capsys, name="rep3", bricks=REP3, replica=3)
+    assert result["changed"] is True and "failed" not in result
+    assert [c[:2] for c in fake.calls].count(["volume", "status"]) == 2
 
 
 def test_force_appended_only_with_a_safety_flag(gluster, capsys):
@@ -264,6 +272,7 @@ def test_probe_then_wait_until_connected(gluster, capsys):
         ["volume", "create", "rep3"],
         ["volume", "start", "rep3"],
         ["volume", "info", "rep3"],
+        ["volume", "status", "rep3"],  # every brick online before returning
     ]
     assert fake.clock.sleeps == [2]
     assert result["commands"][0] == ["gluster", "--mode=script", "peer", "probe", "node2", "--xml"]
