@@ -38,10 +38,12 @@ class PlaybookRun:
 
     def __init__(self, proc: subprocess.CompletedProcess):
         self.rc = proc.returncode
-        self.output = proc.stdout + proc.stderr
+        # One line per result and single spaces, so that a message can be matched whatever the
+        # callback's line folding.
+        self.output = " ".join((proc.stdout + proc.stderr).split())
         self.recap = {
             m.group(1): {"ok": int(m.group(2)), "changed": int(m.group(3)), "unreachable": int(m.group(4)), "failed": int(m.group(5))}
-            for m in RECAP_LINE.finditer(self.output)
+            for m in RECAP_LINE.finditer(proc.stdout)
         }
 
     @property
@@ -60,7 +62,7 @@ def run_playbook(playbook: str = "converge.yml", *args: str, check: bool = False
     if extra_vars:
         cmd += ["-e", json.dumps(extra_vars)]
     cmd += list(args)
-    env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
+    env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1", ANSIBLE_CALLBACK_RESULT_FORMAT="json")
     return PlaybookRun(subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, check=False))
 
 

@@ -69,11 +69,12 @@ def test_read_file_written_through_gluster(client, gluster_other, version):
 
 @pytest.mark.parametrize("version", [4, 3])
 def test_write_over_nfs_lands_on_gluster_with_content(client, gluster_other, version):
+    name = f"upload-v{version}-{uuid.uuid4().hex[:8]}.txt"
     content = f"written over NFSv{version} {uuid.uuid4()}"
-    client.check_output(f"echo '{content}' > /tmp/upload-v{version}.txt")
-    result = client.run("nfs-cp /tmp/upload-v%s.txt %s", str(version), url(f"{USER_DIR}/upload-v{version}.txt", version, uid=1000, gid=1000))
+    client.check_output(f"echo '{content}' > /tmp/{name}")
+    result = client.run("nfs-cp /tmp/%s %s", name, url(f"{USER_DIR}/{name}", version, uid=1000, gid=1000))
     assert result.rc == 0, result.stdout + result.stderr
-    landed = gluster_other.file(f"{MOUNT}/{USER_DIR}/upload-v{version}.txt")
+    landed = gluster_other.file(f"{MOUNT}/{USER_DIR}/{name}")
     assert landed.content_string.strip() == content
     assert (landed.uid, landed.gid) == (1000, 1000)
 
