@@ -1,0 +1,169 @@
+"""k3s_nfs_csi on a node standing in for a K3s server, and the NFS provisioning contract of
+csi-driver-nfs exercised for real against the Ganesha export of the storage layer.
+
+K3s itself is not run here: no K3s or kube-apiserver can be installed on these machines. The role's
+manifests are validated offline against the Kubernetes OpenAPI schemas (kubernetes-validate) and the
+K3s HelmChart CRD's fields (tests/unit/fixtures/k8s)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+from helpers import get_host, inventory_hosts, run_playbook
+
+testinfra_hosts = inventory_hosts("k3s_server")
+K3S = testinfra_hosts[0]
+NFS_SERVER = inventory_hosts("nfs_ganesha")[0]
+OTHER_GLUSTER = [h for h in inventory_hosts("glusterfs") if h != NFS_SERVER][0]
+MANIFESTS = "/var/lib/rancher/k3s/server/manifests"
+BRICK = "/bricks/gv0/brick1"
+CLIENT_SCRIPT = Path(__file__).resolve().parents[2] / "_shared" / "nfs_client.py"
+HELMCHART_SCHEMA = Path(__file__).resolve().parents[3] / "tests" / "unit" / "fixtures" / "k8s" / "helmchart-helm.cattle.io-v1.json"
+K8S_VERSIONS = ["1.31.0", "1.37.0"]
+
+
+def manifest(host, name: str) -> dict:
+    return yaml.safe_load(host.file(f"{MANIFESTS}/{name}").content_string)
+
+
+@pytest.fixture(scope="module")
+def k3s():
+    return get_host(K3S)
+
+
+@pytest.fixture(scope="module")
+def storage_class(k3s):
+    return manifest(k3s, "storageclass-nfs-csi.yaml")
+
+
+@pytest.fixture(scope="module")
+def nfs(k3s, storage_class):
+    """Run the libnfs client on the K3s node against the StorageClass's server and share."""
+    k3s.check_output("install -d -m 0755 /opt/hpclab-test")
+    k3s.run("cat > /opt/hpclab-test/nfs_client.py <<'PYEOF'\n%s\nPYEOF" % CLIENT_SCRIPT.read_text())
+    params = storage_class["parameters"]
+
+    def call(version: int, *args: str) -> str:
+        return k3s.check_output("python3 /opt/hpclab-test/nfs_client.py %s %s %s " + " ".join(["%s"] * len(args)),
+                                params["server"], params["share"], str(version), *args)
+
+    return call
+
+
+def test_manifests_written_0600(host):
+    for name in ("csi-driver-nfs.yaml", "storageclass-nfs-csi.yaml"):
+        f = host.file(f"{MANIFESTS}/{name}")
+        assert (f.exists, f.mode, f.user) == (True, 0o600, "root")
+
+
+def test_storage_class_points_at_the_ganesha_export(storage_class):
+    assert storage_class["provisioner"] == "nfs.csi.k8s.io"
+    assert storage_class["parameters"]["server"] == NFS_SERVER
+    assert storage_class["parameters"]["share"] == "/gv0"
+
+
+def test_storage_class_reference_settings(storage_class):
+    assert (storage_class["metadata"]["name"], storage_class["reclaimPolicy"], storage_class["volumeBindingMode"]) == (
+        "nfs-csi", "Delete", "Immediate")
+    assert storage_class["mountOptions"] == ["nfsvers=4.1"]
+
+
+def test_helmchart_pins_the_chart(k3s):
+    chart = manifest(k3s, "csi-driver-nfs.yaml")
+    assert (chart["apiVersion"], chart["kind"]) == ("helm.cattle.io/v1", "HelmChart")
+    assert (chart["spec"]["chart"], chart["spec"]["version"], chart["spec"]["targetNamespace"]) == (
+        "csi-driver-nfs", "4.13.4", "kube-system")
+
+
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+def test_storage_class_valid_against_kubernetes_schema(storage_class, version):
+    kubernetes_validate.validate(storage_class, version, strict=True)
+
+
+def test_helmchart_valid_against_k3s_crd_fields(k3s):
+    jsonschema.validate(manifest(k3s, "csi-driver-nfs.yaml"), json.loads(HELMCHART_SCHEMA.read_text()))
+
+
+def test_check_mode_changes_nothing():
+    run = run_playbook(check=True)
+    assert run.rc == 0, run
+    assert run.total_changed == 0, run
+
+
+@pytest.mark.parametrize(
+    "extra_vars,message",
+    [
+        pytest.param({"k3s_nfs_csi_share": "/nope"}, "/nope", id="share-not-exported"),
+        pytest.param({"k3s_nfs_csi_extra_parameters": {"fsType": "nfs"}}, "fsType", id="unknown-parameter"),
+        pytest.param({"k3s_nfs_csi_storage_class_name": "NFS_CSI"}, "NFS_CSI", id="invalid-name"),
+    ],
+)
+def test_bad_input_fails_before_any_change(k3s, extra_vars, message):
+    before = k3s.file(f"{MANIFESTS}/storageclass-nfs-csi.yaml").sha256sum
+    run = run_playbook("../../playbooks/k3s.yml", extra_vars=extra_vars)
+    assert run.rc != 0, run
+    assert message in run.output and "k3s_nfs_csi" in run.output, run
+    assert run.total_changed == 0, run
+    assert k3s.file(f"{MANIFESTS}/storageclass-nfs-csi.yaml").sha256sum == before
+
+
+# The provisioning contract: what csi-driver-nfs does for a PVC, done with a real NFS client.
+
+
+def sub_dir(storage_class: dict, namespace: str, pvc: str, pv: str) -> str:
+    template = storage_class["parameters"].get("subDir") or pv
+    return (template.replace("${pvc.metadata.namespace}", namespace)
+            .replace("${pvc.metadata.name}", pvc).replace("${pv.metadata.name}", pv))
+
+
+@pytest.mark.parametrize("policy", ["delete", "retain", "archive"])
+def test_provisioning_contract(nfs, storage_class, policy):
+    gluster = get_host(OTHER_GLUSTER)
+    mode = storage_class["parameters"].get("mountPermissions", "0")
+    path = sub_dir(storage_class, "default", f"data-{policy}", f"pvc-{uuid.uuid4()}")
+    assert path.startswith("default/data-")
+
+    # CreateVolume: MkdirAll(subDir) then chmod(mountPermissions) on the share
+    parts = path.split("/")
+    for depth in range(1, len(parts) + 1):
+        partial = "/" + "/".join(parts[:depth])
+        if nfs(4, "exists", partial) == "no":
+            nfs(4, "mkdir", partial, "0777")
+    if int(mode, 8):
+        nfs(3, "chmod", "/" + path, mode)
+
+    # the pod writes and reads through the volume
+    content = f"pvc data {policy} {uuid.uuid4()}"
+    k3s = get_host(K3S)
+    k3s.check_output(f"echo '{content}' > /tmp/pvc-data.txt")
+    k3s.check_output("nfs-cp /tmp/pvc-data.txt %s", f"nfs://{NFS_SERVER}/gv0/{path}/data.txt?version=4")
+    assert k3s.check_output("nfs-cat %s", f"nfs://{NFS_SERVER}/gv0/{path}/data.txt?version=4") == content
+
+    # ...and the data is on another node's Gluster brick, in a directory with mountPermissions
+    assert gluster.check_output(f"cat {BRICK}/{path}/data.txt") == content
+    assert gluster.file(f"{BRICK}/{path}").mode == int(mode, 8)
+
+    # DeleteVolume with the policy
+    if policy == "delete":
+        nfs(4, "rmtree", "/" + path)
+    elif policy == "archive":
+        archived = "archived-" + path
+        parent = "/" + archived.rsplit("/", 1)[0]
+        if "/" in archived and nfs(4, "exists", parent) == "no":
+            nfs(4, "mkdir", parent, "0777")
+        nfs(4, "rename", "/" + path, "/" + archived)
+
+    mounted = f"/gfsv/{path}"
+    if policy == "delete":
+        assert not gluster.file(mounted).exists
+    elif policy == "retain":
+        assert gluster.check_output(f"cat {mounted}/data.txt") == content
+    else:
+        assert not gluster.file(mounted).exists
+        assert gluster.check_output(f"cat /gfsv/archived-{path}/data.txt") == content
