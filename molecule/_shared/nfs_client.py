@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """A small real NFS client for the verifiers: libnfs (Debian's libnfs13) through ctypes.
 
 The kernel of these machines has no NFS client, and libnfs-utils only ships nfs-ls/-cat/-cp; the
