@@ -11,13 +11,13 @@ version_added: 0.1.0
 description:
   - Compares the new text of slurm.conf with the old one and returns what the daemons need so that
     they run with the new file.
-  - V(new) when there was no old file (the daemons are started, not restarted);
+  - "V(new) when there was no old file (the daemons are started, not restarted);
     V(none) when only comments, blank lines, spacing, key case or line order changed;
     V(restart) when the node set changed (any C(NodeName=) line) or a key changed that
-    C(scontrol reconfigure) does not apply (C(slurm.conf(5)), C(scontrol(1)) "reconfigure", e.g.
+    C(scontrol reconfigure) does not apply (slurm.conf(5) and scontrol(1) reconfigure, e.g.
     C(SlurmctldHost), C(ProctrackType), C(SelectType), C(StateSaveLocation), ports): restart slurmctld, then
     every slurmd;
-    V(reconfigure) for any other change (partitions, timeouts, scheduling parameters).
+    V(reconfigure) for any other change (partitions, timeouts, scheduling parameters)."
   - Slurm 22.05 needs the restart for a changed node set; C(scontrol reconfigure) then makes slurmctld
     exit with "MaxNodeCount has changed ... slurmctld must be restarted".
   - Pure. Keys are compared case-insensitively, values as written.
