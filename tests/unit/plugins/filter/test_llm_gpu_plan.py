@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from ansible.errors import AnsibleFilterError
@@ -8,13 +11,7 @@ from ansible_collections.hpclab.cluster.plugins.filter.llm_gpu_plan import Filte
 
 llm_gpu_plan = FilterModule().filters()["llm_gpu_plan"]
 
-REFERENCE = [
-    {"name": "llama-3-8b", "model": "meta-llama/Meta-Llama-3-8B-Instruct", "dtype": "bfloat16", "max_model_len": 8192},
-    {"name": "gemma-7b", "model": "google/gemma-1.1-7b-it", "dtype": "bfloat16", "kv_cache_dtype": "fp8", "max_model_len": 8192},
-    {"name": "decilm-7b", "model": "Deci/DeciLM-7B-instruct", "dtype": "bfloat16", "max_model_len": 8192},
-    {"name": "phi-3-mini", "model": "microsoft/Phi-3-mini-128k-instruct", "dtype": "bfloat16", "max_model_len": 18000},
-    {"name": "stablelm-2", "model": "stabilityai/stablelm-2-1_6b-chat", "dtype": "float16", "max_model_len": 4096},
-]
+REFERENCE = json.loads((Path(__file__).parents[2] / "fixtures" / "llm" / "reference_models.json").read_text())
 
 # nvidia-smi --query-gpu=index,memory.total --format=csv,noheader on an H100 80GB and an H200.
 H100 = [{"index": 0, "memory_total": "81559 MiB"}]

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import json
 import math
 import time
+from pathlib import Path
 
 import pytest
 
@@ -24,13 +26,7 @@ H100_MIB = 81559
 H200_MIB = 143771
 
 # The reference design: five models on one GPU, as configured there.
-REFERENCE = [
-    {"name": "llama-3-8b", "model": "meta-llama/Meta-Llama-3-8B-Instruct", "dtype": "bfloat16", "max_model_len": 8192},
-    {"name": "gemma-7b", "model": "google/gemma-1.1-7b-it", "dtype": "bfloat16", "kv_cache_dtype": "fp8", "max_model_len": 8192},
-    {"name": "decilm-7b", "model": "Deci/DeciLM-7B-instruct", "dtype": "bfloat16", "max_model_len": 8192},
-    {"name": "phi-3-mini", "model": "microsoft/Phi-3-mini-128k-instruct", "dtype": "bfloat16", "max_model_len": 18000},
-    {"name": "stablelm-2", "model": "stabilityai/stablelm-2-1_6b-chat", "dtype": "float16", "max_model_len": 4096},
-]
+REFERENCE = json.loads((Path(__file__).parents[2] / "fixtures" / "llm" / "reference_models.json").read_text())
 
 # The KV-relevant fields of each reference model's config.json (values as in the llm-serving notes).
 # DeciLM's per-layer list is illustrative: its published maximum is 4 and vLLM degroups to that maximum;
