@@ -56,7 +56,10 @@ options:
     type: dict
     default: {}
   existing:
-    description: Name to address from an earlier run (this filter's previous result); kept.
+    description:
+      - Name to address from an earlier run (this filter's previous result), or the addresses Docker
+        reports for running containers (C(docker network inspect); a prefix length such as V(/24) is
+        ignored); kept.
     type: dict
     default: {}
 """
@@ -125,12 +128,18 @@ def _address(what, value):
     return None
 
 
-def _name_map(option, value):
+def _name_map(option, value, allow_prefix=False):
     if value is None:
         return {}
     if not isinstance(value, Mapping):
         _fail(f"{option} must be a dict of name to address, got {value!r}")
-    return {name: _address(f"{option} address of {name!r}", address) for name, address in value.items()}
+    result = {}
+    for name, address in value.items():
+        if allow_prefix and isinstance(address, str) and "/" in address:
+            # Docker reports a container's address on a network with its prefix length: 10.0.0.2/24.
+            address = address.split("/", 1)[0]
+        result[name] = _address(f"{option} address of {name!r}", address)
+    return result
 
 
 def macvlan_ip_allocate(names, ip_range=None, subnet=None, gateway=None, exclude=None, pinned=None, existing=None):
@@ -190,7 +199,7 @@ def macvlan_ip_allocate(names, ip_range=None, subnet=None, gateway=None, exclude
         return None
 
     pins = _name_map("pinned", pinned)
-    previous = _name_map("existing", existing)
+    previous = _name_map("existing", existing, allow_prefix=True)
     taken = {}
     for option, mapping in (("pinned", pins), ("existing", previous)):
         for name, address in mapping.items():

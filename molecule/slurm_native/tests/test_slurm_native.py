@@ -230,14 +230,9 @@ BAD_INPUTS = [
         id="partition-names-unknown-host",
     ),
     pytest.param(
-        {"slurm_master_mode": "container"},
-        ["slurm_master_mode", "not implemented yet"],
-        id="container-mode-not-implemented",
-    ),
-    pytest.param(
         {"slurm_worker_mode": "container", "slurm_master_mode": "native"},
-        ["slurm_worker_mode", "not implemented yet"],
-        id="worker-container-mode-not-implemented",
+        ["slurm_worker_mode is 'container'", "docker_macvlan"],
+        id="worker-container-mode-without-macvlan",
     ),
 ]
 

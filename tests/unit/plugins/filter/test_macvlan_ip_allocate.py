@@ -134,3 +134,11 @@ def test_stable_across_runs_and_never_renumbers():
 def test_allocate_rejects(names, options, reason):
     with pytest.raises(AnsibleFilterError, match=f"^macvlan_ip_allocate: {reason}"):
         ALLOCATE(names, **options)
+
+
+def test_existing_addresses_as_docker_reports_them_keep_their_address():
+    from ansible_collections.hpclab.cluster.plugins.filter.macvlan_ip_allocate import macvlan_ip_allocate
+
+    # docker network inspect: "IPv4Address": "10.0.0.3/24"
+    got = macvlan_ip_allocate(["new", "b"], ip_range="10.0.0.0/29", existing={"b": "10.0.0.3/24"})
+    assert got == {"new": "10.0.0.1", "b": "10.0.0.3"}

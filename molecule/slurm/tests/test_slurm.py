@@ -1,0 +1,375 @@
+"""The reference design on three real nodes, each with its own Docker engine: slurmctld in a
+container on the controller's node (also the login node), slurmd in a container on each worker's
+node, all on one macvlan network with fixed addresses; users' homes on GlusterFS and the MUNGE key of
+the munge role. Jobs are submitted from inside the controller container as a cluster user; a second
+run restarts nothing; bad inputs fail before any change."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import time
+import uuid
+
+import pytest
+from helpers import get_host, inventory_hosts, run_playbook
+
+CONTROLLER = inventory_hosts("slurm_master")[0]
+WORKERS = inventory_hosts("slurm_worker")
+NODES = [CONTROLLER] + WORKERS
+testinfra_hosts = [CONTROLLER]
+SLURM_PLAYBOOK = "../../playbooks/slurm.yml"
+USER, UID, GID = "alice", 2001, 2001
+HOME = f"/gfsv/home/{USER}"
+HOST_CONF = "/etc/hpclab/slurm/slurm.conf"
+NETWORK, SUBNET, IP_RANGE = "slurm", "172.31.240.0/24", "172.31.240.192/28"
+CONTROLLER_IP = "172.31.240.200"
+
+PI_PROGRAM = """\
+import socket
+import numpy as np
+from mpi4py import MPI
+
+comm = MPI.COMM_WORLD
+rank, size = comm.Get_rank(), comm.Get_size()
+n = 4_000_000
+h = 1.0 / n
+x = (np.arange(rank, n, size, dtype=np.float64) + 0.5) * h
+mypi = comm.reduce(np.sum(4.0 / (1.0 + x * x)) * h, op=MPI.SUM, root=0)
+hosts = comm.gather(socket.gethostname(), root=0)
+if rank == 0:
+    print("ranks %d on hosts %s" % (size, ",".join(sorted(set(hosts)))))
+    print("pi is approximately %.16f, Error is %.16f" % (mypi, abs(mypi - np.pi)))
+"""
+
+# 8 ranks on 2 nodes of 2 CPUs each: --overcommit lets Slurm place 4 tasks per node; Open MPI starts
+# its daemons with srun inside the allocation. Shared memory and TCP only in containers.
+PI_JOB = f"""\
+#!/bin/bash
+#SBATCH --job-name=mpi-pi
+#SBATCH --nodes=2
+#SBATCH --ntasks=8
+#SBATCH --overcommit
+#SBATCH --output={HOME}/mpi-pi-%j.out
+export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+mpirun -np 8 --oversubscribe --bind-to none python3 {HOME}/mpi_pi.py
+"""
+
+
+def node(name: str):
+    return get_host(name)
+
+
+def in_container(name: str, command: str, user: str = "root") -> str:
+    """A shell command run inside the Slurm container on node NAME (containers are named after their node)."""
+    workdir = HOME if user == USER else "/"
+    return f"docker exec -u {user} -w {workdir} {name} bash -c {shlex.quote(command)}"
+
+
+def as_user(command: str) -> str:
+    """A command run as the cluster user in the controller container, from the shared home."""
+    return in_container(CONTROLLER, command, user=USER)
+
+
+def ctl(command: str) -> str:
+    return node(CONTROLLER).check_output(in_container(CONTROLLER, command))
+
+
+def inspect(name: str) -> dict:
+    return json.loads(node(name).check_output(f"docker inspect {name}"))[0]
+
+
+def container_ids() -> dict[str, tuple]:
+    """Container id, main PID and start time of every Slurm container: they change on any restart."""
+    ids = {}
+    for name in NODES:
+        info = inspect(name)
+        ids[name] = (info["Id"], info["State"]["Pid"], info["State"]["StartedAt"])
+    return ids
+
+
+def conf_checksums() -> dict[str, str]:
+    return {h: node(h).check_output(f"sha256sum {HOST_CONF}").split()[0] for h in NODES}
+
+
+def wait_for_idle_workers():
+    out = ""
+    for _attempt in range(45):
+        out = ctl("sinfo --noheader --format=%t,%N")
+        if out == f"idle,{','.join(WORKERS)}" or out == "idle,cn[1-2]":
+            return "idle"
+        time.sleep(2)
+    return out
+
+
+@pytest.mark.parametrize("name", NODES)
+def test_one_daemon_per_container_under_tini_healthy_and_restarting(name):
+    daemon = "slurmctld" if name == CONTROLLER else "slurmd"
+    info = inspect(name)
+    assert info["State"]["Running"] and info["HostConfig"]["RestartPolicy"]["Name"] == "unless-stopped"
+    assert info["Config"]["Entrypoint"] == ["/usr/bin/tini", "--"] and info["Config"]["Cmd"] == [daemon, "-D"]
+    assert info["Config"]["Hostname"] == name
+    processes = node(name).check_output(f"docker exec {name} ps -eo comm=").split()
+    # slurmctld forks its own script helper, slurmscriptd (Slurm 22.05).
+    helpers = {"slurmscriptd"} if daemon == "slurmctld" else set()
+    assert set(processes) - {"ps"} == {"tini", daemon} | helpers, processes
+    status = ""
+    for _attempt in range(40):
+        status = inspect(name)["State"]["Health"]["Status"]
+        if status == "healthy":
+            break
+        time.sleep(3)
+    assert status == "healthy", inspect(name)["State"]["Health"]
+
+
+@pytest.mark.parametrize("name", NODES)
+def test_container_is_a_host_of_the_macvlan_network_with_every_member_in_etc_hosts(name):
+    host = node(name)
+    net = json.loads(host.check_output(f"docker network inspect {NETWORK}"))[0]
+    assert net["Driver"] == "macvlan" and net["Options"]["parent"] == "eth0"
+    assert net["IPAM"]["Config"][0]["Subnet"] == SUBNET and net["IPAM"]["Config"][0]["IPRange"] == IP_RANGE
+    address = inspect(name)["NetworkSettings"]["Networks"][NETWORK]["IPAddress"]
+    assert address.startswith("172.31.240.") and 192 <= int(address.rsplit(".", 1)[1]) < 208
+    if name == CONTROLLER:
+        assert address == CONTROLLER_IP
+    hosts = host.check_output(f"docker exec {name} cat /etc/hosts")
+    for member in NODES:
+        member_ip = inspect(member)["NetworkSettings"]["Networks"][NETWORK]["IPAddress"] if member == name else None
+        assert re.search(rf"^172\.31\.240\.\d+\s+{member}$", hosts, re.M), hosts
+        if member_ip:
+            assert f"{member_ip}\t{member}" in hosts or f"{member_ip} {member}" in hosts
+
+
+def test_addresses_are_unique():
+    addresses = [inspect(n)["NetworkSettings"]["Networks"][NETWORK]["IPAddress"] for n in NODES]
+    assert len(set(addresses)) == len(NODES), addresses
+
+
+def test_daemon_logs_go_to_docker_logs():
+    assert "slurmctld version 22.05" in node(CONTROLLER).check_output(f"docker logs {CONTROLLER} 2>&1")
+    for worker in WORKERS:
+        assert "slurmd version 22.05" in node(worker).check_output(f"docker logs {worker} 2>&1")
+
+
+def test_no_ssh_server_and_no_password_in_the_images():
+    for name in NODES:
+        host = node(name)
+        assert host.run(f"docker exec {name} test -e /usr/sbin/sshd").rc != 0
+        shadow = host.check_output(f"docker exec {name} getent shadow {USER}").split(":")[1]
+        assert shadow in ("!", "*", "!*"), "no password login for cluster users"
+
+
+def test_same_slurm_conf_on_every_node_bind_mounted_read_only():
+    assert len(set(conf_checksums().values())) == 1
+    for name in NODES:
+        mounts = {m["Destination"]: m for m in inspect(name)["Mounts"]}
+        assert mounts["/etc/slurm"]["Source"] == "/etc/hpclab/slurm" and not mounts["/etc/slurm"]["RW"]
+        assert mounts["/run/munge"]["Source"] == "/run/munge"
+        assert mounts[HOME.rsplit("/", 1)[0]]["Source"] == "/gfsv/home"
+
+
+def test_controller_state_is_kept_on_a_host_volume():
+    host = node(CONTROLLER)
+    assert host.file("/var/lib/hpclab/slurm/slurmctld/node_state").exists
+    assert host.file("/var/lib/hpclab/slurm/slurmctld").uid == 64030
+
+
+def test_a_credential_made_in_the_controller_container_decodes_in_a_worker_container():
+    credential = ctl("munge -n")
+    decoded = node(WORKERS[-1]).run(f"echo {shlex.quote(credential)} | docker exec -i {WORKERS[-1]} unmunge")
+    assert decoded.rc == 0 and "STATUS:          Success (0)" in decoded.stdout, decoded.stdout + decoded.stderr
+
+
+def test_the_host_shim_lets_the_controller_node_reach_its_own_container():
+    assert node(CONTROLLER).run(f"timeout 5 bash -c 'exec 3<>/dev/tcp/{CONTROLLER_IP}/6817'").rc == 0
+
+
+def test_without_the_shim_a_node_cannot_reach_its_own_container():
+    worker = WORKERS[0]
+    address = inspect(worker)["NetworkSettings"]["Networks"][NETWORK]["IPAddress"]
+    assert node(worker).run(f"timeout 3 bash -c 'exec 3<>/dev/tcp/{address}/6818'").rc != 0
+
+
+def test_sinfo_shows_both_workers_idle_in_the_default_partition():
+    assert wait_for_idle_workers() == "idle"
+    out = ctl("sinfo --noheader --format=%P,%t,%D")
+    assert out == "batch*,idle,2", out
+
+
+def test_cluster_user_has_the_same_ids_in_every_container():
+    for name in NODES:
+        assert node(name).check_output(f"docker exec {name} id -u {USER}") == str(UID)
+        assert node(name).check_output(f"docker exec {name} id -g {USER}") == str(GID)
+
+
+def test_srun_on_two_nodes_answers_from_both_workers():
+    out = node(CONTROLLER).check_output(as_user("srun --nodes=2 hostname"))
+    assert sorted(out.split()) == WORKERS
+
+
+def test_mpi_pi_batch_job_over_two_nodes():
+    host = node(CONTROLLER)
+    host.check_output(f"cat > {HOME}/mpi_pi.py <<'EOF'\n{PI_PROGRAM}EOF")
+    host.check_output(f"cat > {HOME}/mpi_pi.sh <<'EOF'\n{PI_JOB}EOF")
+    host.check_output(f"chown {UID}:{GID} {HOME}/mpi_pi.py {HOME}/mpi_pi.sh")
+    submitted = host.run(as_user("timeout 300 sbatch --wait --parsable mpi_pi.sh"))
+    job_id = submitted.stdout.strip().split(";")[0]
+    output = host.run(f"cat {HOME}/mpi-pi-{job_id}.out").stdout
+    assert submitted.rc == 0, (submitted.stderr, output)
+    assert f"ranks 8 on hosts {','.join(WORKERS)}" in output, output
+    match = re.search(r"pi is approximately (3\.14159265\d*), Error is ([0-9.e-]+)", output)
+    assert match and float(match.group(2)) < 1e-6, output
+
+
+def test_file_written_by_a_job_on_one_worker_is_read_by_a_job_on_the_other():
+    token = f"from {WORKERS[0]} {uuid.uuid4()}"
+    host = node(CONTROLLER)
+    host.check_output(as_user(f"srun --nodes=1 --nodelist={WORKERS[0]} sh -c \"echo '{token}' > {HOME}/shared.txt\""))
+    assert host.check_output(as_user(f"srun --nodes=1 --nodelist={WORKERS[1]} cat {HOME}/shared.txt")) == token
+    assert host.check_output(as_user(f"srun --nodes=1 --nodelist={WORKERS[1]} stat -c %u {HOME}/shared.txt")) == str(UID)
+
+
+def test_a_run_that_changes_nothing_restarts_nothing():
+    before = container_ids()
+    run = run_playbook()
+    assert run.rc == 0, run
+    assert run.total_changed == 0, run
+    assert container_ids() == before
+
+
+def test_check_mode_changes_nothing():
+    run = run_playbook(check=True)
+    assert run.rc == 0, run
+    assert run.total_changed == 0, run
+
+
+def test_reloadable_change_is_reconfigured_without_a_restart():
+    before = container_ids()
+    run = run_playbook(SLURM_PLAYBOOK, extra_vars={"slurm_master_max_time": 60})
+    assert run.rc == 0, run
+    assert "Reconfigure slurm" in run.output, run
+    assert container_ids() == before
+    assert ctl("sinfo --noheader --format=%l") == "1:00:00"
+    back = run_playbook(SLURM_PLAYBOOK)
+    assert back.rc == 0, back
+    assert container_ids() == before
+    assert ctl("sinfo --noheader --format=%l") == "infinite"
+
+
+def assert_failed_before_any_change(run, before_conf, before_ids, *words):
+    assert run.rc != 0, run
+    for word in words + ("Fix:",):
+        assert word in run.output, (word, run)
+    assert run.total_changed == 0, run
+    assert "preflight |" in run.output and "configure | " not in run.output, run
+    assert conf_checksums() == before_conf
+    assert container_ids() == before_ids
+
+
+BAD_INPUTS = [
+    pytest.param(
+        {"docker_macvlan_ips": {WORKERS[0]: "172.31.240.201", WORKERS[1]: "172.31.240.201"}},
+        ["docker_macvlan_ips", f"'{WORKERS[1]}' has 172.31.240.201, which docker_macvlan_ips '{WORKERS[0]}' has too"],
+        id="duplicate-container-ips",
+    ),
+    pytest.param(
+        {"docker_macvlan_ips": {WORKERS[0]: "172.31.240.50"}},
+        ["docker_macvlan_ips", "outside docker_macvlan_ip_range 172.31.240.192/28"],
+        id="ip-outside-ip-range",
+    ),
+    pytest.param(
+        {"docker_macvlan_ip_range": "172.31.241.0/28"},
+        ["docker_macvlan_ip_range 172.31.241.0/28 is not inside docker_macvlan_subnet"],
+        id="ip-range-outside-subnet",
+    ),
+    pytest.param(
+        {"docker_macvlan_parent": "eth9"},
+        ["no interface 'eth9'", "docker_macvlan_parent"],
+        id="missing-parent-interface",
+    ),
+    pytest.param(
+        {"slurm_master_partitions": {"batch": [WORKERS[0]]}},
+        ["slurm_master_partitions", f"worker '{WORKERS[1]}' is in no partition"],
+        id="worker-in-no-partition",
+    ),
+]
+
+
+@pytest.mark.parametrize("extra_vars,words", BAD_INPUTS)
+def test_bad_input_fails_before_any_change(extra_vars, words):
+    before_conf, before_ids = conf_checksums(), container_ids()
+    run = run_playbook(SLURM_PLAYBOOK, extra_vars=extra_vars)
+    assert_failed_before_any_change(run, before_conf, before_ids, *words)
+
+
+def test_unknown_mode_is_refused_by_the_role_arguments_before_any_change():
+    before_conf, before_ids = conf_checksums(), container_ids()
+    run = run_playbook(SLURM_PLAYBOOK, extra_vars={"slurm_master_mode": "podman"})
+    assert run.rc != 0 and run.total_changed == 0, run
+    assert "slurm_master_mode" in run.output and "podman" in run.output and "container, native" in run.output, run
+    assert conf_checksums() == before_conf and container_ids() == before_ids
+
+
+def test_host_name_that_cannot_be_a_slurm_node_name_fails_before_any_change(tmp_path):
+    extra_inventory = tmp_path / "bad_name.yml"
+    extra_inventory.write_text(
+        "all:\n  children:\n    slurm_worker:\n      hosts:\n        cn1.bad:\n"
+        f"          ansible_host: {WORKERS[0]}\n          ansible_connection: community.docker.docker\n"
+        "          ansible_python_interpreter: /usr/bin/python3\n"
+    )
+    before_conf, before_ids = conf_checksums(), container_ids()
+    run = run_playbook(SLURM_PLAYBOOK, "-i", str(extra_inventory))
+    assert_failed_before_any_change(run, before_conf, before_ids, "'cn1.bad'", "cannot be a Slurm node name", "inventory_hostname")
+
+
+@pytest.fixture
+def munge_key_missing_on_last_worker():
+    host = node(WORKERS[-1])
+    host.check_output("mv /etc/munge/munge.key /root/munge.key.away")
+    yield WORKERS[-1]
+    host.check_output("mv /root/munge.key.away /etc/munge/munge.key")
+
+
+def test_missing_munge_key_fails_before_any_change(munge_key_missing_on_last_worker):
+    before_conf, before_ids = conf_checksums(), container_ids()
+    run = run_playbook(SLURM_PLAYBOOK)
+    assert_failed_before_any_change(
+        run, before_conf, before_ids, f"/etc/munge/munge.key is missing on {munge_key_missing_on_last_worker}", "munge_group", "munge role"
+    )
+
+
+def test_rolling_restart_of_the_worker_containers_while_a_job_runs_loses_no_job():
+    host = node(CONTROLLER)
+    host.check_output(f"rm -f {HOME}/rolljob.end")
+    job_id = host.check_output(as_user(
+        f"sbatch --parsable --job-name=rolljob --nodelist={WORKERS[0]} --ntasks=1 --output={HOME}/rolljob-%j.out "
+        f"--wrap 'sleep 30; date > {HOME}/rolljob.end'"
+    ))
+    for _attempt in range(60):
+        if ctl(f"squeue --noheader --jobs={job_id} --format=%T") == "RUNNING":
+            break
+        time.sleep(1)
+    before = container_ids()
+    run = run_playbook("../../playbooks/slurm_rolling_restart.yml", extra_vars={"slurm_rolling_poll_interval": 1})
+    assert run.rc == 0, run
+    fields = dict(token.split("=", 1) for token in ctl(f"scontrol show job -o {job_id}").split() if "=" in token)
+    assert (fields["JobState"], fields["ExitCode"], fields["Restarts"]) == ("COMPLETED", "0:0", "0"), fields
+    assert host.file(f"{HOME}/rolljob.end").exists
+    after = container_ids()
+    assert all(after[w][2] != before[w][2] for w in WORKERS), (before, after)  # every slurmd restarted
+    assert after[CONTROLLER] == before[CONTROLLER]
+    assert wait_for_idle_workers() == "idle"
+
+
+def test_changed_node_lines_restart_slurmctld_then_every_slurmd():
+    before = container_ids()
+    run = run_playbook(SLURM_PLAYBOOK, extra_vars={"slurm_master_memory_fraction": 0.9})
+    assert run.rc == 0, run
+    after = container_ids()
+    assert all(after[n][2] != before[n][2] for n in NODES), after
+    assert all(after[w][2] > after[CONTROLLER][2] for w in WORKERS), after
+    assert wait_for_idle_workers() == "idle"
+    back = run_playbook(SLURM_PLAYBOOK)
+    assert back.rc == 0, back
+    assert wait_for_idle_workers() == "idle"
