@@ -7,7 +7,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 SCENARIOS ?= $(patsubst molecule/%/molecule.yml,%,$(wildcard molecule/*/molecule.yml))
 
-.PHONY: help venv setup lab lab-down test lint sanity unit molecule bench build clean
+.PHONY: help venv setup lab lab-down test lint sanity unit molecule bench bench-slurm build clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -50,6 +50,9 @@ molecule: setup ## Molecule scenarios (SCENARIOS="munge ...")
 
 bench: setup ## Benchmark: first and no-change converge time per scenario (SCENARIOS="munge ...")
 	tests/bench $(SCENARIOS)
+
+bench-slurm: setup ## Benchmark: the Slurm layer alone on 3 fresh nodes, native and container mode (MODES="native")
+	tests/bench-slurm $(MODES)
 
 build: venv ## Build the collection tarball
 	ansible-galaxy collection build --force

@@ -3,7 +3,8 @@ job runs on it, waits until the job has ended, resumes it, changes nothing on a 
 bad input before any change; the rolling maintenance playbook restarts every slurmd while a job runs,
 and the job completes with exit code 0.
 
-The tests run in file order on one cluster: each leaves both workers idle."""
+The tests run in file order on the slurm_native cluster, after test_slurm_native.py: each leaves both
+workers idle."""
 
 from __future__ import annotations
 
