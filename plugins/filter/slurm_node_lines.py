@@ -22,7 +22,8 @@ description:
     C(memtotal_mb) gives C(RealMemory=)."
   - The host's name is read from C(name), else C(inventory_hostname). It must be the name slurmd
     reports (its short host name, or its C(slurmd -N) name).
-  - "GPUs are read from the optional key C(gpus): a dict with C(count) and an optional C(type); it
+  - "GPUs are read from the optional key C(gpus) (or C(slurm_worker_gpus), the hpclab.cluster.slurm_worker
+    role's host variable, as in C(hostvars[host])): a dict with C(count) and an optional C(type); it
     adds C(Gres=gpu:TYPE:COUNT) (C(Gres=gpu:COUNT) without a type). A count of 0 or no C(gpus) adds
     nothing. C(GresTypes=gpu) and gres.conf are the caller's part."
   - "C(RealMemory) is C(floor(memtotal_mb * memory_fraction)), rounded down to a multiple of
@@ -170,7 +171,7 @@ def _hardware(facts, fraction, granularity):
     real_memory -= real_memory % granularity
     if real_memory < 1:
         _fail(f"host {host!r}: RealMemory from memtotal_mb {memtotal} would be {real_memory}")
-    return host, (topology_cpus, sockets, cores, threads, real_memory, _gres(host, facts.get("gpus")))
+    return host, (topology_cpus, sockets, cores, threads, real_memory, _gres(host, facts.get("gpus", facts.get("slurm_worker_gpus"))))
 
 
 def slurm_node_lines(hosts, memory_fraction=0.95, memory_granularity_mb=1):

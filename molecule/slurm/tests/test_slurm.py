@@ -230,6 +230,20 @@ def test_file_written_by_a_job_on_one_worker_is_read_by_a_job_on_the_other():
     assert host.check_output(as_user(f"srun --nodes=1 --nodelist={WORKERS[1]} stat -c %u {HOME}/shared.txt")) == str(UID)
 
 
+def test_gpu_worker_declares_its_gres_and_gpu_jobs_land_only_there():
+    gpu_worker = WORKERS[-1]
+    gres = dict(line.split() for line in ctl("sinfo --noheader --Node --format='%N %G'").splitlines())
+    assert gres == {WORKERS[0]: "(null)", gpu_worker: "gpu:testgpu:1"}, gres
+    for name in NODES:
+        assert node(name).file("/etc/hpclab/slurm/gres.conf").contains(f"^NodeName={gpu_worker} Name=gpu Type=testgpu File=/dev/null$")
+    assert "GresTypes=gpu" in node(CONTROLLER).file(HOST_CONF).content_string
+    for _attempt in range(3):
+        out = node(CONTROLLER).check_output(as_user("srun --gres=gpu:1 sh -c 'echo $(hostname) $CUDA_VISIBLE_DEVICES'"))
+        assert out == f"{gpu_worker} 0", out
+    refused = node(CONTROLLER).run(as_user(f"srun --gres=gpu:1 --nodelist={WORKERS[0]} hostname"))
+    assert refused.rc != 0, refused.stdout
+
+
 def test_a_run_that_changes_nothing_restarts_nothing():
     before = container_ids()
     run = run_playbook()
@@ -287,6 +301,11 @@ BAD_INPUTS = [
         {"docker_macvlan_parent": "eth9"},
         ["no interface 'eth9'", "docker_macvlan_parent"],
         id="missing-parent-interface",
+    ),
+    pytest.param(
+        {"slurm_worker_gpus": {"count": 2, "type": "testgpu", "files": ["/dev/null"]}},
+        ["slurm_worker_gpus of", "is not {count: N"],
+        id="gpu-count-and-files-disagree",
     ),
     pytest.param(
         {"slurm_master_partitions": {"batch": [WORKERS[0]]}},

@@ -140,3 +140,12 @@ def test_same_result_whatever_the_order():
 def test_node_lines_rejects(hosts, options, reason):
     with pytest.raises(AnsibleFilterError, match=f"^slurm_node_lines: .*{reason}"):
         NODE_LINES(hosts, **options)
+
+
+def test_gpus_from_the_slurm_worker_role_host_variable():
+    from ansible_collections.hpclab.cluster.plugins.filter.slurm_node_lines import slurm_node_lines
+
+    facts = {"inventory_hostname": "g1", "ansible_processor_count": 1, "ansible_processor_cores": 2,
+             "ansible_processor_threads_per_core": 1, "ansible_memtotal_mb": 1000,
+             "slurm_worker_gpus": {"type": "tesla", "count": 1, "files": ["/dev/null"]}}
+    assert slurm_node_lines([facts])[0].endswith(" Gres=gpu:tesla:1")
