@@ -7,7 +7,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 SCENARIOS ?= $(patsubst molecule/%/molecule.yml,%,$(wildcard molecule/*/molecule.yml))
 
-.PHONY: help venv setup lab lab-down test lint sanity unit molecule bench bench-slurm build clean
+.PHONY: help venv setup lab lab-down test lint sanity unit molecule bench bench-slurm bench-hostlist build clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -53,6 +53,9 @@ bench: setup ## Benchmark: first and no-change converge time per scenario (SCENA
 
 bench-slurm: setup ## Benchmark: the Slurm layer alone on 3 fresh nodes, native and container mode (MODES="native")
 	tests/bench-slurm $(MODES)
+
+bench-hostlist: venv ## Benchmark: Slurm hostlist compress/expand against python-hostlist on 10,000 names
+	$(PY) tests/bench-hostlist
 
 build: venv ## Build the collection tarball
 	ansible-galaxy collection build --force
