@@ -90,7 +90,7 @@ options:
     default: 2
   container:
     description:
-      - Run the Slurm commands inside this Docker container on the host (C(docker exec CONTAINER ...)): the
+      - Run the Slurm commands inside this Docker container on the host, with C(docker exec CONTAINER); the
         slurmctld container of a containerized cluster (the hpclab.cluster.slurm_master role's container
         mode names it after its host). Empty runs them on the host itself.
     type: str
