@@ -37,3 +37,27 @@ def fixture_text():
         return (FIXTURES.joinpath(*parts)).read_text(encoding="utf-8")
 
     return _read
+
+
+class FakeClock:
+    """time.monotonic/time.sleep stand-in: sleeping advances the clock at once and is recorded."""
+
+    def __init__(self):
+        self.now = 1000.0
+        self.sleeps = []
+
+    def monotonic(self):
+        return self.now
+
+    def time(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+@pytest.fixture
+def fake_clock():
+    """A FakeClock for modules that poll: patch it in as the module's `time`."""
+    return FakeClock()

@@ -6,50 +6,16 @@ from __future__ import annotations
 
 import re
 import time
-import uuid
 
 import pytest
+from slurm_checks import GID, HOME, UID, USER, check_file_shared_between_jobs, check_mpi_pi
 from helpers import get_host, inventory_hosts, journal_on_failure, run_playbook
 
 CONTROLLER = inventory_hosts("slurm_master")[0]
 WORKERS = inventory_hosts("slurm_worker")
 testinfra_hosts = [CONTROLLER]
 SLURM_PLAYBOOK = "../../playbooks/slurm.yml"
-USER, UID, GID = "alice", 2001, 2001
-HOME = f"/gfsv/home/{USER}"
 CONF = "/etc/slurm/slurm.conf"
-
-PI_PROGRAM = """\
-import socket
-import numpy as np
-from mpi4py import MPI
-
-comm = MPI.COMM_WORLD
-rank, size = comm.Get_rank(), comm.Get_size()
-n = 4_000_000
-h = 1.0 / n
-x = (np.arange(rank, n, size, dtype=np.float64) + 0.5) * h
-mypi = comm.reduce(np.sum(4.0 / (1.0 + x * x)) * h, op=MPI.SUM, root=0)
-hosts = comm.gather(socket.gethostname(), root=0)
-if rank == 0:
-    print("ranks %d on hosts %s" % (size, ",".join(sorted(set(hosts)))))
-    print("pi is approximately %.16f, Error is %.16f" % (mypi, abs(mypi - np.pi)))
-"""
-
-# 8 ranks on 2 nodes of 2 CPUs each: --overcommit lets Slurm place 4 tasks per node, and mpirun
-# (Open MPI starts its daemons with srun inside the allocation) uses those slots. No cgroups, no
-# ptrace-based single copy and no RDMA in the containers: shared memory and TCP only.
-PI_JOB = f"""\
-#!/bin/bash
-#SBATCH --job-name=mpi-pi
-#SBATCH --nodes=2
-#SBATCH --ntasks=8
-#SBATCH --overcommit
-#SBATCH --output={HOME}/mpi-pi-%j.out
-export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_mechanism=none
-mpirun -np 8 --oversubscribe --bind-to none python3 {HOME}/mpi_pi.py
-"""
-
 
 def as_user(command: str) -> str:
     """A shell command run as the cluster user from its shared home, as a user would."""
@@ -129,25 +95,11 @@ def test_srun_on_two_nodes_answers_from_both_workers():
 
 
 def test_mpi_pi_batch_job_over_two_nodes():
-    host = controller()
-    host.check_output(f"cat > {HOME}/mpi_pi.py <<'EOF'\n{PI_PROGRAM}EOF")
-    host.check_output(f"cat > {HOME}/mpi_pi.sh <<'EOF'\n{PI_JOB}EOF")
-    host.check_output(f"chown {USER}:{USER} {HOME}/mpi_pi.py {HOME}/mpi_pi.sh")
-    submitted = host.run(as_user("timeout 300 sbatch --wait --parsable mpi_pi.sh"))
-    job_id = submitted.stdout.strip().split(";")[0]
-    output = host.run(f"cat {HOME}/mpi-pi-{job_id}.out").stdout
-    assert submitted.rc == 0, (submitted.stderr, output)
-    assert f"ranks 8 on hosts {','.join(WORKERS)}" in output, output
-    match = re.search(r"pi is approximately (3\.14159265\d*), Error is ([0-9.e-]+)", output)
-    assert match and float(match.group(2)) < 1e-6, output
+    check_mpi_pi(controller(), as_user, WORKERS)
 
 
 def test_file_written_by_a_job_on_one_worker_is_read_by_a_job_on_the_other():
-    token = f"from {WORKERS[0]} {uuid.uuid4()}"
-    host = controller()
-    host.check_output(as_user(f"srun --nodes=1 --nodelist={WORKERS[0]} sh -c \"echo '{token}' > {HOME}/shared.txt\""))
-    assert host.check_output(as_user(f"srun --nodes=1 --nodelist={WORKERS[1]} cat {HOME}/shared.txt")) == token
-    assert host.check_output(as_user(f"srun --nodes=1 --nodelist={WORKERS[1]} stat -c %u {HOME}/shared.txt")) == str(UID)
+    check_file_shared_between_jobs(controller(), as_user, WORKERS)
 
 
 def test_a_run_that_changes_nothing_restarts_nothing():

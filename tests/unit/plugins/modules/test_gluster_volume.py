@@ -53,28 +53,15 @@ class FakeGluster:
         return [c for c in self.calls if tuple(c[:2]) not in READS]
 
 
-class FakeClock:
-    def __init__(self):
-        self.now = 1000.0
-        self.sleeps = []
-
-    def monotonic(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-
 @pytest.fixture
-def gluster(monkeypatch, fixture_text):
+def gluster(monkeypatch, fixture_text, fake_clock):
     """Install a FakeGluster; this node is node1 (the pool's localhost)."""
     # Once a controller-side test (a filter plugin) has imported ansible.plugins, module warnings go to
     # Display instead of the result; a module runs on a target, so put that back.
     monkeypatch.setattr(_internal, "is_controller", False)
     monkeypatch.setattr(AnsibleModule, "get_bin_path", lambda self, name, required=False, opt_dirs=None: GLUSTER)
     monkeypatch.setattr(gluster_volume, "local_host_names", lambda: {"node1", "localhost"})
-    clock = FakeClock()
+    clock = fake_clock
     monkeypatch.setattr(gluster_volume, "time", clock)
 
     def _install(answers):

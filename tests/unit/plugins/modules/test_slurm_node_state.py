@@ -43,24 +43,11 @@ class FakeSlurm:
         return [c for c in self.calls if c[1] == "update"]
 
 
-class FakeClock:
-    def __init__(self):
-        self.now = 1000.0
-        self.sleeps = []
-
-    def monotonic(self):
-        return self.now
-
-    def sleep(self, seconds):
-        self.sleeps.append(seconds)
-        self.now += seconds
-
-
 @pytest.fixture
-def slurm(monkeypatch, fixture_text):
+def slurm(monkeypatch, fixture_text, fake_clock):
     monkeypatch.setattr(_internal, "is_controller", False)
     monkeypatch.setattr(AnsibleModule, "get_bin_path", lambda self, name, required=False, opt_dirs=None: BIN[name])
-    clock = FakeClock()
+    clock = fake_clock
     monkeypatch.setattr(slurm_node_state, "time", clock)
 
     def _install(answers):
