@@ -24,6 +24,7 @@ HOST_CONF = "/etc/hpclab/slurm/slurm.conf"
 NETWORK, SUBNET, IP_RANGE = "slurm", "172.31.240.0/24", "172.31.240.192/28"
 CONTROLLER_IP = "172.31.240.200"
 
+
 def node(name: str):
     return get_host(name)
 

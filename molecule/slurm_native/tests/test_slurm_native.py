@@ -17,6 +17,7 @@ testinfra_hosts = [CONTROLLER]
 SLURM_PLAYBOOK = "../../playbooks/slurm.yml"
 CONF = "/etc/slurm/slurm.conf"
 
+
 def as_user(command: str) -> str:
     """A shell command run as the cluster user from its shared home, as a user would."""
     return f"cd {HOME} && runuser -u {USER} -- {command}"
