@@ -3,6 +3,7 @@ the same cluster user, must behave the same whatever runs the daemons."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import uuid
 
@@ -62,3 +63,25 @@ def check_file_shared_between_jobs(host, as_user, workers):
     host.check_output(as_user(f"srun --nodes=1 --nodelist={workers[0]} sh -c \"echo '{token}' > {HOME}/shared.txt\""))
     assert host.check_output(as_user(f"srun --nodes=1 --nodelist={workers[1]} cat {HOME}/shared.txt")) == token
     assert host.check_output(as_user(f"srun --nodes=1 --nodelist={workers[1]} stat -c %u {HOME}/shared.txt")) == str(UID)
+
+
+def dotted_name_inventory(tmp_path, name: str, worker: str):
+    """A second inventory adding WORKER again to the worker group under the dotted NAME, which cannot be
+    a Slurm node name; pass it with `-i` beside the scenario's own."""
+    extra_inventory = tmp_path / "bad_name.yml"
+    extra_inventory.write_text(
+        f"all:\n  children:\n    slurm_worker:\n      hosts:\n        {name}:\n"
+        f"          ansible_host: {worker}\n          ansible_connection: community.docker.docker\n"
+        "          ansible_python_interpreter: /usr/bin/python3\n"
+    )
+    return str(extra_inventory)
+
+
+@contextlib.contextmanager
+def munge_key_away(host, name: str):
+    """The MUNGE key of node NAME (testinfra HOST) moved aside for the duration, then put back."""
+    host.check_output("mv /etc/munge/munge.key /root/munge.key.away")
+    try:
+        yield name
+    finally:
+        host.check_output("mv /root/munge.key.away /etc/munge/munge.key")

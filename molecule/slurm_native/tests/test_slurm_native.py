@@ -8,7 +8,7 @@ import re
 import time
 
 import pytest
-from slurm_checks import GID, HOME, UID, USER, check_file_shared_between_jobs, check_mpi_pi
+from slurm_checks import GID, HOME, UID, USER, check_file_shared_between_jobs, check_mpi_pi, dotted_name_inventory, munge_key_away
 from helpers import get_host, inventory_hosts, journal_on_failure, run_playbook
 
 CONTROLLER = inventory_hosts("slurm_master")[0]
@@ -203,24 +203,16 @@ def test_bad_input_fails_before_any_change(extra_vars, words):
 
 
 def test_host_name_that_cannot_be_a_slurm_node_name_fails_before_any_change(tmp_path):
-    # A second inventory adds slurmd1 again under a dotted name to the worker group.
-    extra_inventory = tmp_path / "bad_name.yml"
-    extra_inventory.write_text(
-        "all:\n  children:\n    slurm_worker:\n      hosts:\n        slurmd1.bad:\n"
-        f"          ansible_host: {WORKERS[0]}\n          ansible_connection: community.docker.docker\n"
-        "          ansible_python_interpreter: /usr/bin/python3\n"
-    )
+    extra_inventory = dotted_name_inventory(tmp_path, "slurmd1.bad", WORKERS[0])
     before_conf, before_ids = conf_checksums(), daemon_ids()
-    run = run_playbook(SLURM_PLAYBOOK, "-i", str(extra_inventory))
+    run = run_playbook(SLURM_PLAYBOOK, "-i", extra_inventory)
     assert_failed_before_any_change(run, before_conf, before_ids, "'slurmd1.bad'", "cannot be a Slurm node name", "inventory_hostname")
 
 
 @pytest.fixture
 def munge_key_missing_on_last_worker():
-    node = get_host(WORKERS[-1])
-    node.check_output("mv /etc/munge/munge.key /root/munge.key.away")
-    yield WORKERS[-1]
-    node.check_output("mv /root/munge.key.away /etc/munge/munge.key")
+    with munge_key_away(get_host(WORKERS[-1]), WORKERS[-1]) as name:
+        yield name
 
 
 def test_missing_munge_key_fails_before_any_change(munge_key_missing_on_last_worker):
