@@ -1,0 +1,260 @@
+#!/usr/bin/python
+# Copyright: hpclab.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: host_info
+short_description: Read the state of Debian packages, paths, systemd units and commands in one call
+version_added: 0.1.0
+description:
+  - Reads, in one remote call, what the roles would otherwise ask with one task each - which Debian
+    packages are installed, the type, owner, group, mode and checksum of paths, whether systemd units
+    are active and enabled, and where commands are found on E(PATH).
+  - The roles run it first and skip each task whose target is already in the wanted state, so that a
+    run that changes nothing makes few remote calls. It never changes anything.
+author:
+  - hpclab.cluster contributors (@hpclab)
+attributes:
+  check_mode:
+    support: full
+    description: Reads the same in check mode.
+  diff_mode:
+    support: none
+    description: Nothing changes, so there is nothing to show.
+  idempotent:
+    support: full
+    description: Read-only.
+options:
+  packages:
+    description: Debian package names, read with C(dpkg-query).
+    type: list
+    elements: str
+    default: []
+  paths:
+    description: Paths to stat (symbolic links are followed).
+    type: list
+    elements: path
+    default: []
+  checksum_algorithm:
+    description: Checksum of regular files in O(paths).
+    type: str
+    choices: [sha1, sha256]
+    default: sha1
+  services:
+    description: systemd unit names (C(.service) is implied when no suffix is given).
+    type: list
+    elements: str
+    default: []
+  commands:
+    description: Command names to look up on E(PATH) (with C(/usr/sbin) and C(/sbin) added).
+    type: list
+    elements: str
+    default: []
+  hardware:
+    description:
+      - Also return the processor and memory facts of M(ansible.builtin.setup)'s hardware subset (computed by
+        the same code), with C(hostname) and C(architecture), as C(ansible_facts) - without the mounts,
+        devices and network that make a full fact gathering slow.
+    type: bool
+    default: false
+"""
+
+EXAMPLES = r"""
+- name: What the MUNGE role would otherwise read with five tasks
+  hpclab.cluster.host_info:
+    packages: [munge]
+    paths: [/etc/munge, /etc/munge/munge.key]
+    checksum_algorithm: sha256
+    services: [munge]
+  register: munge_host
+
+- name: Install only when a package is missing
+  ansible.builtin.apt:
+    name: [munge]
+  when: munge_host.missing_packages | length > 0
+"""
+
+RETURN = r"""
+packages:
+  description: Per package, C(installed) (true only for dpkg status C(installed)), C(status) and C(version).
+  returned: always
+  type: dict
+  sample: {munge: {installed: true, status: installed, version: 0.5.15-2+deb12u1}}
+missing_packages:
+  description: The packages of O(packages) that are not installed, in the order given.
+  returned: always
+  type: list
+  elements: str
+  sample: [slurmd]
+paths:
+  description:
+    - Per path, C(exists), and when it exists C(type) (file, directory, other), C(owner), C(group) (names,
+      or the number when the id has no name), C(mode) (four octal digits) and, for regular files, C(checksum).
+  returned: always
+  type: dict
+  sample: {/etc/munge/munge.key: {exists: true, type: file, owner: munge, group: munge, mode: "0400", checksum: 9f2c...}}
+services:
+  description: Per unit as given, C(exists), C(active) and C(enabled) (UnitFileState C(enabled)), and the raw states.
+  returned: always
+  type: dict
+  sample: {munge: {exists: true, active: true, enabled: true, active_state: active, unit_file_state: enabled}}
+ansible_facts:
+  description: With O(hardware=true), C(processor_count), C(processor_cores), C(processor_threads_per_core),
+    C(processor_vcpus), C(memtotal_mb) and the rest of setup's processor and memory facts, C(hostname)
+    (short) and C(architecture).
+  returned: when O(hardware=true)
+  type: dict
+  sample: {processor_count: 1, processor_cores: 2, processor_threads_per_core: 1, processor_vcpus: 2, memtotal_mb: 7940}
+commands:
+  description: Per command, its full path, or an empty string when it is not found.
+  returned: always
+  type: dict
+  sample: {nvidia-smi: ""}
+"""
+
+import grp
+import hashlib
+import os
+import platform
+import pwd
+import shutil
+import stat
+
+from ansible.module_utils.basic import AnsibleModule
+
+DPKG_FORMAT = "${Package}\\t${db:Status-Status}\\t${Version}\\n"
+UNIT_PROPERTIES = "Id,LoadState,ActiveState,SubState,UnitFileState"
+
+
+def parse_dpkg_query(text: str, names: list) -> dict:
+    """Per name in NAMES, from `dpkg-query -W -f=DPKG_FORMAT NAMES` output (unknown names print nothing)."""
+    found = {}
+    for line in text.splitlines():
+        fields = line.split("\t")
+        if len(fields) == 3 and fields[0]:
+            found[fields[0]] = {"installed": fields[1] == "installed", "status": fields[1], "version": fields[2]}
+    unknown = {"installed": False, "status": "unknown", "version": ""}
+    # Multi-arch packages print as NAME; a NAME:ARCH request matches its NAME line.
+    return {name: dict(found.get(name) or found.get(name.split(":")[0]) or unknown) for name in names}
+
+
+def unit_name(name: str) -> str:
+    return name if "." in name else name + ".service"
+
+
+def parse_systemctl_show(text: str, names: list) -> dict:
+    """Per name in NAMES, from `systemctl show --property=UNIT_PROPERTIES UNITS` (blocks in the order asked)."""
+    blocks = {}
+    for block in text.strip().split("\n\n"):
+        props = dict(line.split("=", 1) for line in block.splitlines() if "=" in line)
+        if props.get("Id"):
+            blocks[props["Id"]] = props
+    result = {}
+    for name in names:
+        props = blocks.get(unit_name(name), {})
+        exists = props.get("LoadState", "not-found") not in ("not-found", "")
+        result[name] = {
+            "exists": exists,
+            "active": exists and props.get("ActiveState") == "active",
+            "enabled": exists and props.get("UnitFileState") == "enabled",
+            "active_state": props.get("ActiveState", ""),
+            "sub_state": props.get("SubState", ""),
+            "unit_file_state": props.get("UnitFileState", ""),
+        }
+    return result
+
+
+def _name(lookup, ident: int) -> str:
+    try:
+        return lookup(ident)[0]
+    except KeyError:
+        return str(ident)
+
+
+def path_state(path: str, algorithm: str) -> dict:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return {"exists": False}
+    kind = "file" if stat.S_ISREG(st.st_mode) else "directory" if stat.S_ISDIR(st.st_mode) else "other"
+    info = {
+        "exists": True,
+        "type": kind,
+        "owner": _name(pwd.getpwuid, st.st_uid),
+        "group": _name(grp.getgrgid, st.st_gid),
+        "mode": "%04o" % stat.S_IMODE(st.st_mode),
+    }
+    if kind == "file":
+        digest = hashlib.new(algorithm)
+        with open(path, "rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+        info["checksum"] = digest.hexdigest()
+    return info
+
+
+def hardware_facts(module) -> dict:
+    """setup's processor and memory facts, by setup's own code (Linux), with hostname and architecture."""
+    from ansible.module_utils.facts.hardware.linux import LinuxHardware
+
+    architecture = platform.machine()
+    hardware = LinuxHardware(module)
+    facts = hardware.get_cpu_facts(collected_facts={"ansible_architecture": architecture})
+    facts.update(hardware.get_memory_facts())
+    facts.update({"hostname": platform.node().split(".")[0], "architecture": architecture})
+    return facts
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "packages": {"type": "list", "elements": "str", "default": []},
+            "paths": {"type": "list", "elements": "path", "default": []},
+            "checksum_algorithm": {"type": "str", "choices": ["sha1", "sha256"], "default": "sha1"},
+            "services": {"type": "list", "elements": "str", "default": []},
+            "commands": {"type": "list", "elements": "str", "default": []},
+            "hardware": {"type": "bool", "default": False},
+        },
+        supports_check_mode=True,
+    )
+    params = module.params
+    result = {"changed": False, "packages": {}, "missing_packages": [], "paths": {}, "services": {}, "commands": {}}
+
+    if params["packages"]:
+        dpkg_query = module.get_bin_path("dpkg-query", required=True)
+        # rc 1 only means that some name is unknown to dpkg; anything else is a real failure.
+        rc, out, err = module.run_command([dpkg_query, "-W", "-f=" + DPKG_FORMAT] + params["packages"])
+        if rc not in (0, 1):
+            module.fail_json(msg="dpkg-query failed (rc %d): %s" % (rc, err.strip()), **result)
+        result["packages"] = parse_dpkg_query(out, params["packages"])
+        result["missing_packages"] = [n for n in params["packages"] if not result["packages"][n]["installed"]]
+
+    for path in params["paths"]:
+        try:
+            result["paths"][path] = path_state(path, params["checksum_algorithm"])
+        except OSError as exc:
+            module.fail_json(msg="cannot read %s: %s" % (path, exc), **result)
+
+    if params["services"]:
+        systemctl = module.get_bin_path("systemctl", required=True)
+        units = [unit_name(n) for n in params["services"]]
+        rc, out, err = module.run_command([systemctl, "show", "--property=" + UNIT_PROPERTIES] + units)
+        if rc != 0:
+            module.fail_json(msg="systemctl show failed (rc %d): %s" % (rc, err.strip()), **result)
+        result["services"] = parse_systemctl_show(out, params["services"])
+
+    search = os.environ.get("PATH", os.defpath).split(os.pathsep) + ["/usr/sbin", "/sbin"]
+    for command in params["commands"]:
+        result["commands"][command] = shutil.which(command, path=os.pathsep.join(search)) or ""
+
+    if params["hardware"]:
+        result["ansible_facts"] = hardware_facts(module)
+
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+"""The host_info module's parsers on real dpkg-query / systemctl output, and its path reader on real files."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pathlib
+
+from ansible_collections.hpclab.cluster.plugins.modules import host_info
+
+FIXTURES = pathlib.Path(__file__).parents[2] / "fixtures" / "host_info"
+
+
+def text(name: str) -> str:
+    return (FIXTURES / name).read_text()
+
+
+def test_dpkg_query_installed_removed_and_unknown_packages():
+    packages = host_info.parse_dpkg_query(text("dpkg-query.txt"), ["libmunge2", "munge", "slurmd"])
+    assert packages == {
+        "libmunge2": {"installed": True, "status": "installed", "version": "0.5.15-2+deb12u1"},
+        # removed, its configuration files kept: not installed
+        "munge": {"installed": False, "status": "config-files", "version": "0.5.15-2+deb12u1"},
+        "slurmd": {"installed": False, "status": "unknown", "version": ""},
+    }
+
+
+def test_dpkg_query_arch_qualified_name_matches_its_package_line():
+    assert host_info.parse_dpkg_query(text("dpkg-query.txt"), ["libmunge2:amd64"])["libmunge2:amd64"]["installed"]
+
+
+def test_systemctl_show_stopped_disabled_static_and_missing_units():
+    units = host_info.parse_systemctl_show(text("systemctl-show.txt"), ["munge", "dbus.service", "nosuch", "systemd-journald"])
+    assert {n: (u["exists"], u["active"], u["enabled"]) for n, u in units.items()} == {
+        "munge": (True, False, False),
+        # static units are active but not "enabled": a role that wants enabled=true still runs its task
+        "dbus.service": (True, True, False),
+        "nosuch": (False, False, False),
+        "systemd-journald": (True, True, False),
+    }
+    assert units["munge"]["unit_file_state"] == "disabled" and units["munge"]["sub_state"] == "dead"
+
+
+def test_systemctl_show_running_enabled_unit():
+    units = host_info.parse_systemctl_show(text("systemctl-show-running.txt"), ["munge"])
+    assert units["munge"] == {
+        "exists": True, "active": True, "enabled": True,
+        "active_state": "active", "sub_state": "running", "unit_file_state": "enabled",
+    }
+
+
+def test_path_state_of_a_file_a_directory_and_a_missing_path(tmp_path):
+    key = tmp_path / "munge.key"
+    key.write_bytes(b"\x00secret\xff")
+    key.chmod(0o400)
+    info = host_info.path_state(str(key), "sha256")
+    assert info["exists"] and info["type"] == "file" and info["mode"] == "0400"
+    assert info["checksum"] == hashlib.sha256(b"\x00secret\xff").hexdigest()
+    assert info["owner"] and info["group"]
+    assert host_info.path_state(str(key), "sha1")["checksum"] == hashlib.sha1(b"\x00secret\xff").hexdigest()
+    tmp_path.chmod(0o750)
+    assert host_info.path_state(str(tmp_path), "sha1") == {
+        "exists": True, "type": "directory", "owner": info["owner"], "group": info["group"], "mode": "0750",
+    }
+    assert host_info.path_state(str(tmp_path / "nothing"), "sha1") == {"exists": False}
+
+
+def test_path_state_names_an_owner_without_a_name_by_number(tmp_path, monkeypatch):
+    def no_name(_ident):
+        raise KeyError(_ident)
+
+    monkeypatch.setattr(host_info.pwd, "getpwuid", no_name)
+    assert host_info.path_state(str(tmp_path), "sha1")["owner"] == str(os.stat(tmp_path).st_uid)
+
+
+def test_hardware_facts_equal_setup_hardware_subset_on_this_machine():
+    """The facts slurm.conf's node lines are made from, as host_info returns them and as setup does."""
+    import json
+    import subprocess
+    import sys
+
+    from ansible.module_utils.basic import AnsibleModule
+    from ansible.module_utils.testing import patch_module_args
+
+    with patch_module_args({}):
+        module = AnsibleModule(argument_spec={})
+    ours = host_info.hardware_facts(module)
+    setup = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "ansible"), "localhost", "-c", "local", "-m", "setup",
+         "-a", "gather_subset=!all,!min,hardware,platform", "-o"],
+        capture_output=True, text=True, check=True, env={**os.environ, "ANSIBLE_LOAD_CALLBACK_PLUGINS": "0"},
+    ).stdout
+    facts = json.loads(setup.split("=>", 1)[1])["ansible_facts"]
+    keys = ["processor_count", "processor_cores", "processor_threads_per_core", "processor_vcpus",
+            "processor_nproc", "memtotal_mb", "hostname", "architecture"]
+    assert {k: ours[k] for k in keys} == {k: facts["ansible_" + k] for k in keys}
