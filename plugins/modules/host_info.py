@@ -33,6 +33,13 @@ options:
     type: list
     elements: str
     default: []
+  all_packages:
+    description:
+      - Also list every installed package in RV(installed_packages), so that a caller
+        that does not yet know which packages it will want (a play that reads a host once for several
+        roles) can look any of them up later.
+    type: bool
+    default: false
   paths:
     description: Paths to stat (symbolic links are followed).
     type: list
@@ -89,6 +96,12 @@ missing_packages:
   type: list
   elements: str
   sample: [slurmd]
+installed_packages:
+  description: With O(all_packages=true), the names of every installed package, sorted.
+  returned: when O(all_packages=true)
+  type: list
+  elements: str
+  sample: [bash, munge, slurmd]
 paths:
   description:
     - Per path, C(exists), and when it exists C(type) (file, directory, other), C(owner), C(group) (names,
@@ -96,6 +109,11 @@ paths:
   returned: always
   type: dict
   sample: {/etc/munge/munge.key: {exists: true, type: file, owner: munge, group: munge, mode: "0400", checksum: 9f2c...}}
+checksum_algorithm:
+  description: The algorithm of the C(checksum) values in RV(paths), as asked.
+  returned: always
+  type: str
+  sample: sha256
 services:
   description: Per unit as given, C(exists), C(active) and C(enabled) (UnitFileState C(enabled)), and the raw states.
   returned: always
@@ -129,13 +147,19 @@ DPKG_FORMAT = "${Package}\\t${db:Status-Status}\\t${Version}\\n"
 UNIT_PROPERTIES = "Id,LoadState,ActiveState,SubState,UnitFileState"
 
 
-def parse_dpkg_query(text: str, names: list) -> dict:
-    """Per name in NAMES, from `dpkg-query -W -f=DPKG_FORMAT NAMES` output (unknown names print nothing)."""
+def list_dpkg_query(text: str) -> dict:
+    """Every package of `dpkg-query -W -f=DPKG_FORMAT [NAMES]` output: name -> installed, status, version."""
     found = {}
     for line in text.splitlines():
         fields = line.split("\t")
         if len(fields) == 3 and fields[0]:
             found[fields[0]] = {"installed": fields[1] == "installed", "status": fields[1], "version": fields[2]}
+    return found
+
+
+def parse_dpkg_query(text: str, names: list) -> dict:
+    """Per name in NAMES, from `dpkg-query -W -f=DPKG_FORMAT NAMES` output (unknown names print nothing)."""
+    found = list_dpkg_query(text)
     unknown = {"installed": False, "status": "unknown", "version": ""}
     # Multi-arch packages print as NAME; a NAME:ARCH request matches its NAME line.
     return {name: dict(found.get(name) or found.get(name.split(":")[0]) or unknown) for name in names}
@@ -212,6 +236,7 @@ def main():
     module = AnsibleModule(
         argument_spec={
             "packages": {"type": "list", "elements": "str", "default": []},
+            "all_packages": {"type": "bool", "default": False},
             "paths": {"type": "list", "elements": "path", "default": []},
             "checksum_algorithm": {"type": "str", "choices": ["sha1", "sha256"], "default": "sha1"},
             "services": {"type": "list", "elements": "str", "default": []},
@@ -221,14 +246,28 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    result = {"changed": False, "packages": {}, "missing_packages": [], "paths": {}, "services": {}, "commands": {}}
+    result = {
+        "changed": False,
+        "packages": {},
+        "missing_packages": [],
+        "paths": {},
+        "checksum_algorithm": params["checksum_algorithm"],
+        "services": {},
+        "commands": {},
+    }
 
-    if params["packages"]:
+    if params["packages"] or params["all_packages"]:
         dpkg_query = module.get_bin_path("dpkg-query", required=True)
-        # rc 1 only means that some name is unknown to dpkg; anything else is a real failure.
-        rc, out, err = module.run_command([dpkg_query, "-W", "-f=" + DPKG_FORMAT] + params["packages"])
+        # Without names dpkg-query lists every package; rc 1 only means that some name is unknown to
+        # dpkg; anything else is a real failure.
+        names = [] if params["all_packages"] else params["packages"]
+        rc, out, err = module.run_command([dpkg_query, "-W", "-f=" + DPKG_FORMAT] + names)
         if rc not in (0, 1):
             module.fail_json(msg="dpkg-query failed (rc %d): %s" % (rc, err.strip()), **result)
+        if params["all_packages"]:
+            known = list_dpkg_query(out)
+            result["installed_packages"] = sorted(n for n, info in known.items() if info["installed"])
+        # Details only for the names asked: the list above stays small for the callers that keep it.
         result["packages"] = parse_dpkg_query(out, params["packages"])
         result["missing_packages"] = [n for n in params["packages"] if not result["packages"][n]["installed"]]
 

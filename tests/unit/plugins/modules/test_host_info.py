@@ -94,3 +94,13 @@ def test_hardware_facts_equal_setup_hardware_subset_on_this_machine():
     keys = ["processor_count", "processor_cores", "processor_threads_per_core", "processor_vcpus",
             "processor_nproc", "memtotal_mb", "hostname", "architecture"]
     assert {k: ours[k] for k in keys} == {k: facts["ansible_" + k] for k in keys}
+
+
+def test_dpkg_query_every_package_lists_installed_ones_only():
+    known = host_info.list_dpkg_query(text("dpkg-query-all.txt"))
+    installed = sorted(n for n, info in known.items() if info["installed"])
+    assert "bash" in installed and "slurm-wlm-basic-plugins" in installed
+    # removed with their configuration files kept: known to dpkg, not installed
+    for name in ("munge", "slurmctld"):
+        assert known[name]["status"] == "config-files" and name not in installed
+    assert len(known) == len(text("dpkg-query-all.txt").splitlines())
