@@ -62,9 +62,10 @@ options:
     default: []
   hardware:
     description:
-      - Also return the processor and memory facts of M(ansible.builtin.setup)'s hardware subset (computed by
-        the same code), with C(hostname) and C(architecture), as C(ansible_facts) - without the mounts,
-        devices and network that make a full fact gathering slow.
+      - Also return the processor counts and memory sizes of M(ansible.builtin.setup)'s hardware subset
+        (worked out by the same rules from C(/proc/cpuinfo) and C(/proc/meminfo)), with C(hostname) and
+        C(architecture), as C(ansible_facts) - without the mounts, devices and network that make a full
+        fact gathering slow, and without carrying setup's fact collectors to the host.
     type: bool
     default: false
 """
@@ -121,8 +122,8 @@ services:
   sample: {munge: {exists: true, active: true, enabled: true, active_state: active, unit_file_state: enabled}}
 ansible_facts:
   description: With O(hardware=true), C(processor_count), C(processor_cores), C(processor_threads_per_core),
-    C(processor_vcpus), C(memtotal_mb) and the rest of setup's processor and memory facts, C(hostname)
-    (short) and C(architecture).
+    C(processor_vcpus), C(processor_nproc), C(memtotal_mb), C(memfree_mb), C(swaptotal_mb) and C(swapfree_mb)
+    as setup names them, C(hostname) (short) and C(architecture).
   returned: when O(hardware=true)
   type: dict
   sample: {processor_count: 1, processor_cores: 2, processor_threads_per_core: 1, processor_vcpus: 2, memtotal_mb: 7940}
@@ -220,14 +221,94 @@ def path_state(path: str, algorithm: str) -> dict:
     return info
 
 
-def hardware_facts(module) -> dict:
-    """setup's processor and memory facts, by setup's own code (Linux), with hostname and architecture."""
-    from ansible.module_utils.facts.hardware.linux import LinuxHardware
+def cpu_facts(cpuinfo: str, architecture: str, xen: bool = False) -> dict:
+    """setup's processor counts (LinuxHardware.get_cpu_facts of ansible-core 2.19) from /proc/cpuinfo text.
 
+    The same rules, for the counts slurm.conf needs, so that the module does not carry setup's fact
+    collectors: sockets from 'physical id', cores per socket from 'cpu cores', threads from 'siblings';
+    ARM and POWER count 'processor' lines; s390x and Xen paravirt have rules of their own.
+    """
+    i = vendor_id = model_name = processors = 0
+    physid = coreid = 0
+    sockets, cores = {}, {}
+    zp = zmt = 0
+    xen_paravirt = False
+    for line in cpuinfo.splitlines():
+        data = line.split(":", 1)
+        key = data[0].strip()
+        val = data[1].strip() if len(data) > 1 else ""
+        if xen and key == "flags" and "vme" not in val:
+            # Xen paravirt does not expose the vme flag, and shows only one core per CPU.
+            xen_paravirt = True
+        if key in ("model name", "Processor", "vendor_id", "cpu", "Vendor", "processor"):
+            vendor_id += key == "vendor_id"
+            model_name += key == "model name"
+            processors += key == "processor"
+            i += 1
+        elif key == "physical id":
+            physid = val
+            sockets.setdefault(physid, 1)
+        elif key == "core id":
+            coreid = val
+            if coreid not in sockets:
+                cores[coreid] = 1
+        elif key == "cpu cores":
+            sockets[physid] = int(val)
+        elif key == "siblings":
+            cores[coreid] = int(val)
+        elif key == "# processors":
+            zp = int(val)
+        elif key == "max thread id":
+            zmt = int(val) + 1
+        elif key == "ncpus active":
+            i = int(val)
+    if vendor_id > 0 and vendor_id == model_name:
+        i = vendor_id
+    if architecture.startswith(("armv", "aarch", "ppc")):
+        i = processors
+    if architecture == "s390x":
+        return {"processor_count": 1, "processor_cores": round(zp / zmt), "processor_threads_per_core": zmt,
+                "processor_vcpus": zp, "processor_nproc": zp}
+    if xen_paravirt:
+        return {"processor_count": i, "processor_cores": i, "processor_threads_per_core": 1,
+                "processor_vcpus": i, "processor_nproc": i}
+    facts = {"processor_count": len(sockets) if sockets else i}
+    first_socket = next(iter(sockets.values()), 0)
+    facts["processor_cores"] = first_socket or 1
+    first_core = next(iter(cores.values()), None)
+    facts["processor_threads_per_core"] = round((first_core if first_core is not None else 1) / facts["processor_cores"])
+    facts["processor_vcpus"] = facts["processor_threads_per_core"] * facts["processor_count"] * facts["processor_cores"]
+    facts["processor_nproc"] = processors
+    return facts
+
+
+def memory_facts(meminfo: str) -> dict:
+    """setup's memtotal_mb, memfree_mb, swaptotal_mb and swapfree_mb (MiB, rounded down) from /proc/meminfo text."""
+    facts = {}
+    for line in meminfo.splitlines():
+        key, _sep, rest = line.partition(":")
+        if key in ("MemTotal", "MemFree", "SwapTotal", "SwapFree"):
+            facts[key.lower() + "_mb"] = int(rest.strip().split(" ")[0]) // 1024
+    return facts
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except OSError:
+        return ""
+
+
+def hardware_facts() -> dict:
+    """Processor and memory facts as setup's hardware subset names them, with hostname and architecture."""
     architecture = platform.machine()
-    hardware = LinuxHardware(module)
-    facts = hardware.get_cpu_facts(collected_facts={"ansible_architecture": architecture})
-    facts.update(hardware.get_memory_facts())
+    xen = os.path.exists("/proc/xen") or _read("/sys/hypervisor/type").split("\n")[0].strip() == "xen"
+    facts = cpu_facts(_read("/proc/cpuinfo"), architecture, xen) if os.access("/proc/cpuinfo", os.R_OK) else {}
+    if facts:
+        # The processors this process may run on, as setup reports them.
+        facts["processor_nproc"] = len(os.sched_getaffinity(0))
+    facts.update(memory_facts(_read("/proc/meminfo")))
     facts.update({"hostname": platform.node().split(".")[0], "architecture": architecture})
     return facts
 
@@ -290,7 +371,7 @@ def main():
         result["commands"][command] = shutil.which(command, path=os.pathsep.join(search)) or ""
 
     if params["hardware"]:
-        result["ansible_facts"] = hardware_facts(module)
+        result["ansible_facts"] = hardware_facts()
 
     module.exit_json(**result)
 

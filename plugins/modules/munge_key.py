@@ -49,6 +49,12 @@ options:
     description: Mode of the key file, as an octal string.
     type: str
     default: "0400"
+  directory_mode:
+    description:
+      - Also make the key's directory (created when missing, not its parents) belong to O(owner) and
+        O(group) with this mode, as an octal string such as C("0700") - in the same call. Unset, the
+        directory is left as it is.
+    type: str
   rotate:
     description:
       - Replace an existing key that differs from O(content). Without it such a key is left alone and
@@ -64,6 +70,12 @@ EXAMPLES = r"""
 - name: Install the cluster key
   hpclab.cluster.munge_key:
     content: "{{ munge_key }}"
+  no_log: true
+
+- name: Install the cluster key, its directory 0700 munge:munge in the same call
+  hpclab.cluster.munge_key:
+    content: "{{ munge_key }}"
+    directory_mode: "0700"
   no_log: true
 
 - name: Replace a key on purpose (restart every munged and Slurm daemon afterwards)
@@ -84,6 +96,11 @@ previous_sha256:
   returned: always
   type: str
   sample: null
+directory_changed:
+  description: Whether the key's directory was (or would be) created or given other owner, group or mode.
+  returned: always
+  type: bool
+  sample: false
 key_written:
   description: Whether the key's content was (or would be) replaced.
   returned: always
@@ -126,6 +143,32 @@ def read_current(path: str) -> dict | None:
     return {"sha256": fingerprint(raw), "owner": owner, "group": group, "mode": st.st_mode & 0o7777}
 
 
+def directory_state(path: str) -> dict | None:
+    """uid, gid and mode of a directory, or None when it does not exist."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    if not os.path.isdir(path):
+        raise NotADirectoryError(f"{path} exists and is not a directory")
+    return {"uid": st.st_uid, "gid": st.st_gid, "mode": st.st_mode & 0o7777}
+
+
+def ensure_directory(path: str, current: dict | None, uid: int, gid: int, mode: int) -> None:
+    """Create PATH (not its parents) when missing, then give it UID, GID and MODE."""
+    if current is None:
+        os.mkdir(path, 0o700)
+    os.chown(path, uid, gid)
+    os.chmod(path, mode)
+
+
+def _name(lookup, ident: int) -> str:
+    try:
+        return lookup(ident)[0]
+    except KeyError:
+        return str(ident)
+
+
 def lookup_ids(owner: str, group: str) -> tuple[int, int] | None:
     """uid and gid, or None when either does not exist (yet)."""
     try:
@@ -160,6 +203,7 @@ def main() -> None:
             "owner": {"type": "str", "default": "munge"},
             "group": {"type": "str", "default": "munge"},
             "mode": {"type": "str", "default": "0400"},
+            "directory_mode": {"type": "str"},
             "rotate": {"type": "bool", "default": False},
         },
         supports_check_mode=True,
@@ -170,16 +214,38 @@ def main() -> None:
         mode = int(params["mode"], 8)
     except ValueError:
         module.fail_json(msg=f"mode {params['mode']!r} is not an octal number such as '0400'")
+    directory = os.path.dirname(path) or "."
+    directory_mode = None
+    if params["directory_mode"] is not None:
+        try:
+            directory_mode = int(params["directory_mode"], 8)
+        except ValueError:
+            module.fail_json(msg=f"directory_mode {params['directory_mode']!r} is not an octal number such as '0700'")
     try:
         raw = decode_key(params["content"])
     except MungeKeyError as exc:
         module.fail_json(msg=f"content {exc}")
     desired = fingerprint(raw)
 
+    ids = lookup_ids(params["owner"], params["group"])
+    directory_current = None
+    directory_changed = False
+    if directory_mode is not None:
+        try:
+            directory_current = directory_state(directory)
+        except NotADirectoryError as exc:
+            module.fail_json(msg=str(exc))
+        # Without the owner or group yet (check mode before the package is installed), it would change.
+        directory_changed = (
+            directory_current is None
+            or ids is None
+            or (directory_current["uid"], directory_current["gid"], directory_current["mode"]) != (ids[0], ids[1], directory_mode)
+        )
     current = read_current(path)
     plan = plan_key(current, desired, params["owner"], params["group"], mode, params["rotate"])
     result = {
-        "changed": bool(plan["write"] or plan["attributes"]),
+        "changed": bool(plan["write"] or plan["attributes"] or directory_changed),
+        "directory_changed": directory_changed,
         "sha256": desired if not plan["refused"] else current["sha256"],
         "previous_sha256": current["sha256"] if current else None,
         "key_written": plan["write"],
@@ -189,19 +255,28 @@ def main() -> None:
         if before:
             before["mode"] = f"{before['mode']:04o}"
         after = {"sha256": desired, "owner": params["owner"], "group": params["group"], "mode": f"{mode:04o}"}
+        if directory_mode is not None:
+            if directory_current is not None:
+                before["directory"] = {
+                    "owner": _name(pwd.getpwuid, directory_current["uid"]),
+                    "group": _name(grp.getgrgid, directory_current["gid"]),
+                    "mode": f"{directory_current['mode']:04o}",
+                }
+            after["directory"] = {"owner": params["owner"], "group": params["group"], "mode": f"{directory_mode:04o}"}
         result["diff"] = {"before": before, "after": after, "before_header": path, "after_header": path}
     if plan["refused"]:
         module.fail_json(msg=f"{path}: {plan['refused']}", **result)
 
     if result["changed"] and not module.check_mode:
-        ids = lookup_ids(params["owner"], params["group"])
         if ids is None:
             module.fail_json(msg=f"owner {params['owner']!r} or group {params['group']!r} does not exist on this host", **result)
         uid, gid = ids
         try:
+            if directory_changed:
+                ensure_directory(directory, directory_current, uid, gid, directory_mode)
             if plan["write"]:
                 write_key(path, raw, uid, gid, mode)
-            else:
+            elif plan["attributes"]:
                 os.chown(path, uid, gid)
                 os.chmod(path, mode)
         except OSError as exc:

@@ -6,6 +6,8 @@ import hashlib
 import os
 import pathlib
 
+import pytest
+
 from ansible_collections.hpclab.cluster.plugins.modules import host_info
 
 FIXTURES = pathlib.Path(__file__).parents[2] / "fixtures" / "host_info"
@@ -79,12 +81,7 @@ def test_hardware_facts_equal_setup_hardware_subset_on_this_machine():
     import subprocess
     import sys
 
-    from ansible.module_utils.basic import AnsibleModule
-    from ansible.module_utils.testing import patch_module_args
-
-    with patch_module_args({}):
-        module = AnsibleModule(argument_spec={})
-    ours = host_info.hardware_facts(module)
+    ours = host_info.hardware_facts()
     setup = subprocess.run(
         [os.path.join(os.path.dirname(sys.executable), "ansible"), "localhost", "-c", "local", "-m", "setup",
          "-a", "gather_subset=!all,!min,hardware,platform", "-o"],
@@ -92,8 +89,65 @@ def test_hardware_facts_equal_setup_hardware_subset_on_this_machine():
     ).stdout
     facts = json.loads(setup.split("=>", 1)[1])["ansible_facts"]
     keys = ["processor_count", "processor_cores", "processor_threads_per_core", "processor_vcpus",
-            "processor_nproc", "memtotal_mb", "hostname", "architecture"]
+            "processor_nproc", "memtotal_mb", "memfree_mb", "swaptotal_mb", "swapfree_mb", "hostname", "architecture"]
+    # memfree moves between the two reads; the rest must be equal.
+    assert abs(ours.pop("memfree_mb") - facts.pop("ansible_memfree_mb")) < 256
+    keys.remove("memfree_mb")
     assert {k: ours[k] for k in keys} == {k: facts["ansible_" + k] for k in keys}
+
+
+def setup_cpu_facts(monkeypatch, cpuinfo: str, architecture: str, xen: bool) -> dict:
+    """What setup's own LinuxHardware.get_cpu_facts makes of CPUINFO (its file reads fed from the text)."""
+    from ansible.module_utils.basic import AnsibleModule
+    from ansible.module_utils.facts.hardware import linux
+    from ansible.module_utils.testing import patch_module_args
+
+    monkeypatch.setattr(linux.os.path, "exists", lambda path: xen and path == "/proc/xen")
+    monkeypatch.setattr(linux.os, "access", lambda path, mode: True)
+    monkeypatch.setattr(linux, "get_file_lines", lambda path: cpuinfo.splitlines() if path == "/proc/cpuinfo" else [])
+    with patch_module_args({}):
+        module = AnsibleModule(argument_spec={})
+    facts = linux.LinuxHardware(module).get_cpu_facts(collected_facts={"ansible_architecture": architecture})
+    return facts
+
+
+@pytest.mark.parametrize("architecture", ["x86_64", "aarch64", "armv7l", "ppc64le", "s390x"])
+@pytest.mark.parametrize("xen", [False, True, "paravirt"])
+def test_cpu_facts_follow_setup_rules(monkeypatch, architecture, xen):
+    cpuinfo = text("cpuinfo-x86_64-kvm.txt")
+    if xen == "paravirt":
+        # A Xen paravirt guest lacks the vme flag.
+        cpuinfo, xen = cpuinfo.replace(" vme ", " "), True
+    if architecture == "s390x":
+        # s390x counts come from its own cpuinfo lines; the x86 text has none.
+        cpuinfo += "# processors    : 4\nmax thread id   : 1\n"
+    theirs = setup_cpu_facts(monkeypatch, cpuinfo, architecture, xen)
+    ours = host_info.cpu_facts(cpuinfo, architecture, xen)
+    keys = ["processor_count", "processor_cores", "processor_threads_per_core", "processor_vcpus"]
+    assert {k: ours[k] for k in keys} == {k: theirs[k] for k in keys}
+
+
+def test_cpu_facts_of_this_kvm_guest():
+    assert host_info.cpu_facts(text("cpuinfo-x86_64-kvm.txt"), "x86_64") == {
+        "processor_count": 1, "processor_cores": 2, "processor_threads_per_core": 1,
+        "processor_vcpus": 2, "processor_nproc": 2,
+    }
+
+
+def test_memory_facts_as_setup_names_them(monkeypatch):
+    from ansible.module_utils.basic import AnsibleModule
+    from ansible.module_utils.facts.hardware import linux
+    from ansible.module_utils.testing import patch_module_args
+
+    meminfo = text("meminfo.txt")
+    monkeypatch.setattr(linux.os, "access", lambda path, mode: True)
+    monkeypatch.setattr(linux, "get_file_lines", lambda path: meminfo.splitlines())
+    with patch_module_args({}):
+        module = AnsibleModule(argument_spec={})
+    theirs = linux.LinuxHardware(module).get_memory_facts()
+    ours = host_info.memory_facts(meminfo)
+    assert ours == {k: theirs[k] for k in ("memtotal_mb", "memfree_mb", "swaptotal_mb", "swapfree_mb")}
+    assert ours["memtotal_mb"] > 1000
 
 
 def test_dpkg_query_every_package_lists_installed_ones_only():

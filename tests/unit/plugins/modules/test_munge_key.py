@@ -85,3 +85,37 @@ def test_invalid_content_fails(tmp_path, capsys):
     result = run(capsys, content="short", path=str(tmp_path / "munge.key"))
     assert result["failed"] is True
     assert "content is not valid base64" in result["msg"]
+
+
+def test_directory_created_with_its_mode_in_the_same_call(tmp_path, capsys):
+    directory = tmp_path / "munge"
+    result = run(capsys, content=KEY_B64, path=str(directory / "munge.key"), directory_mode="0700")
+    assert result["changed"] is True and result["directory_changed"] is True and result["key_written"] is True
+    assert directory.stat().st_mode & 0o7777 == 0o700
+    assert (directory / "munge.key").read_bytes() == KEY
+    again = run(capsys, content=KEY_B64, path=str(directory / "munge.key"), directory_mode="0700")
+    assert again["changed"] is False and again["directory_changed"] is False
+
+
+def test_directory_mode_fixed_without_rewriting_the_key(tmp_path, capsys):
+    directory = tmp_path / "munge"
+    run(capsys, content=KEY_B64, path=str(directory / "munge.key"), directory_mode="0700")
+    directory.chmod(0o755)
+    inode = (directory / "munge.key").stat().st_ino
+    result = run(capsys, content=KEY_B64, path=str(directory / "munge.key"), directory_mode="0700", _ansible_diff=True)
+    assert result["changed"] is True and result["directory_changed"] is True and result["key_written"] is False
+    assert directory.stat().st_mode & 0o7777 == 0o700
+    assert (directory / "munge.key").stat().st_ino == inode
+    assert result["diff"]["before"]["directory"]["mode"] == "0755" and result["diff"]["after"]["directory"]["mode"] == "0700"
+
+
+def test_check_mode_reports_a_missing_directory_and_creates_nothing(tmp_path, capsys):
+    directory = tmp_path / "munge"
+    result = run(capsys, content=KEY_B64, path=str(directory / "munge.key"), directory_mode="0700", _ansible_check_mode=True)
+    assert result["changed"] is True and result["directory_changed"] is True
+    assert not directory.exists()
+
+
+def test_directory_mode_must_be_octal(tmp_path, capsys):
+    result = run(capsys, content=KEY_B64, path=str(tmp_path / "munge.key"), directory_mode="rwx")
+    assert result["failed"] is True and "directory_mode 'rwx'" in result["msg"]
