@@ -144,6 +144,8 @@ import stat
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.hpclab.cluster.plugins.module_utils._files import id_name
+
 DPKG_FORMAT = "${Package}\\t${db:Status-Status}\\t${Version}\\n"
 UNIT_PROPERTIES = "Id,LoadState,ActiveState,SubState,UnitFileState"
 
@@ -192,13 +194,6 @@ def parse_systemctl_show(text: str, names: list) -> dict:
     return result
 
 
-def _name(lookup, ident: int) -> str:
-    try:
-        return lookup(ident)[0]
-    except KeyError:
-        return str(ident)
-
-
 def path_state(path: str, algorithm: str) -> dict:
     try:
         st = os.stat(path)
@@ -208,8 +203,8 @@ def path_state(path: str, algorithm: str) -> dict:
     info = {
         "exists": True,
         "type": kind,
-        "owner": _name(pwd.getpwuid, st.st_uid),
-        "group": _name(grp.getgrgid, st.st_gid),
+        "owner": id_name(pwd.getpwuid, st.st_uid),
+        "group": id_name(grp.getgrgid, st.st_gid),
         "mode": "%04o" % stat.S_IMODE(st.st_mode),
     }
     if kind == "file":

@@ -111,11 +111,11 @@ key_written:
 import grp
 import os
 import pwd
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
+from ansible_collections.hpclab.cluster.plugins.module_utils._files import id_name, read_file, write_atomically
 from ansible_collections.hpclab.cluster.plugins.module_utils._munge import (
     MungeKeyError,
     decode_key,
@@ -126,21 +126,16 @@ from ansible_collections.hpclab.cluster.plugins.module_utils._munge import (
 
 def read_current(path: str) -> dict | None:
     """Fingerprint and attributes of the existing key file, or None."""
-    try:
-        st = os.stat(path)
-        with open(path, "rb") as handle:
-            raw = handle.read()
-    except FileNotFoundError:
+    found = read_file(path)
+    if found is None:
         return None
-    try:
-        owner = pwd.getpwuid(st.st_uid).pw_name
-    except KeyError:
-        owner = str(st.st_uid)
-    try:
-        group = grp.getgrgid(st.st_gid).gr_name
-    except KeyError:
-        group = str(st.st_gid)
-    return {"sha256": fingerprint(raw), "owner": owner, "group": group, "mode": st.st_mode & 0o7777}
+    st, raw = found
+    return {
+        "sha256": fingerprint(raw),
+        "owner": id_name(pwd.getpwuid, st.st_uid),
+        "group": id_name(grp.getgrgid, st.st_gid),
+        "mode": st.st_mode & 0o7777,
+    }
 
 
 def directory_state(path: str) -> dict | None:
@@ -162,13 +157,6 @@ def ensure_directory(path: str, current: dict | None, uid: int, gid: int, mode: 
     os.chmod(path, mode)
 
 
-def _name(lookup, ident: int) -> str:
-    try:
-        return lookup(ident)[0]
-    except KeyError:
-        return str(ident)
-
-
 def lookup_ids(owner: str, group: str) -> tuple[int, int] | None:
     """uid and gid, or None when either does not exist (yet)."""
     try:
@@ -179,20 +167,7 @@ def lookup_ids(owner: str, group: str) -> tuple[int, int] | None:
 
 def write_key(path: str, raw: bytes, uid: int, gid: int, mode: int) -> None:
     """Write atomically: the temporary file lives in the key's own directory and is 0600 from birth."""
-    directory = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(prefix=".munge.key.", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(raw)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chown(tmp, uid, gid)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_atomically(path, raw, uid, gid, mode)
 
 
 def main() -> None:
@@ -258,8 +233,8 @@ def main() -> None:
         if directory_mode is not None:
             if directory_current is not None:
                 before["directory"] = {
-                    "owner": _name(pwd.getpwuid, directory_current["uid"]),
-                    "group": _name(grp.getgrgid, directory_current["gid"]),
+                    "owner": id_name(pwd.getpwuid, directory_current["uid"]),
+                    "group": id_name(grp.getgrgid, directory_current["gid"]),
                     "mode": f"{directory_current['mode']:04o}",
                 }
             after["directory"] = {"owner": params["owner"], "group": params["group"], "mode": f"{directory_mode:04o}"}

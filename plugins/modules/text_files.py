@@ -90,20 +90,19 @@ written_paths:
 import grp
 import os
 import pwd
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native
 
+from ansible_collections.hpclab.cluster.plugins.module_utils._files import id_name, read_file, write_atomically
+
 
 def current_state(path: str) -> dict | None:
     """Content and attributes of PATH, or None when it does not exist."""
-    try:
-        st = os.stat(path)
-        with open(path, "rb") as handle:
-            content = handle.read()
-    except FileNotFoundError:
+    found = read_file(path)
+    if found is None:
         return None
+    st, content = found
     return {"content": content, "uid": st.st_uid, "gid": st.st_gid, "mode": st.st_mode & 0o7777}
 
 
@@ -112,23 +111,6 @@ def plan_file(current: dict | None, content: bytes, uid: int | None, gid: int | 
     write = current is None or current["content"] != content
     attributes = not write and (current["uid"], current["gid"], current["mode"]) != (uid, gid, mode)
     return {"write": write, "attributes": attributes}
-
-
-def write_atomically(path: str, content: bytes, uid: int, gid: int, mode: int) -> None:
-    directory = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(content)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chown(tmp, uid, gid)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def _ids(owner: str, group: str) -> tuple[int | None, int | None]:
@@ -144,13 +126,7 @@ def _ids(owner: str, group: str) -> tuple[int | None, int | None]:
 
 
 def _attributes(uid: int, gid: int, mode: int) -> str:
-    def name(lookup, ident):
-        try:
-            return lookup(ident)[0]
-        except KeyError:
-            return str(ident)
-
-    return f"owner={name(pwd.getpwuid, uid)} group={name(grp.getgrgid, gid)} mode={mode:04o}\n"
+    return f"owner={id_name(pwd.getpwuid, uid)} group={id_name(grp.getgrgid, gid)} mode={mode:04o}\n"
 
 
 def main() -> None:
