@@ -78,28 +78,28 @@ def install_argv(names: list[str], install_recommends: bool, lock_timeout: int, 
     return argv + list(names)
 
 
+def _packages(stdout: str, pattern: re.Pattern) -> list[dict]:
+    """[{name, version, from}] of the lines PATTERN (groups name, version, old) matches, in their order."""
+    found = []
+    for line in stdout.splitlines():
+        m = pattern.match(line)
+        if m:
+            found.append({"name": m.group("name"), "version": m.group("version"), "from": m.group("old")})
+    return found
+
+
 def parse_simulation(stdout: str) -> list[dict]:
     """apt-get install --simulate output -> [{name, version, from}] for every package it would unpack.
 
     from is the installed version of a package that would be upgraded, else None."""
-    plan = []
-    for line in stdout.splitlines():
-        m = _SIMULATED.match(line)
-        if m:
-            plan.append({"name": m.group("name"), "version": m.group("version"), "from": m.group("old")})
-    return plan
+    return _packages(stdout, _SIMULATED)
 
 
 def parse_unpacked(stdout: str) -> list[dict]:
     """apt-get install output -> [{name, version, from}] for every package dpkg unpacked, in its order.
 
     Names without the architecture, as in parse_simulation; from is the version replaced, else None."""
-    done = []
-    for line in stdout.splitlines():
-        m = _UNPACKED.match(line)
-        if m:
-            done.append({"name": m.group("name"), "version": m.group("version"), "from": m.group("old")})
-    return done
+    return _packages(stdout, _UNPACKED)
 
 
 def diff_text(packages: list[dict]) -> str:
