@@ -20,7 +20,8 @@ ENVIRONMENT = {
     "DEBIAN_PRIORITY": "critical",
 }
 
-DPKG_QUERY_FORMAT = "${Package}\t${db:Status-Abbrev}\n"
+# dpkg-query -W -f=DPKG_FORMAT NAMES: one line a package dpkg knows (host_info and deb_packages).
+DPKG_FORMAT = "${Package}\\t${db:Status-Status}\\t${Version}\\n"
 
 # apt-get -s: "Inst NAME [OLD] (NEW RELEASE [ARCH])"; [OLD] only when the package is upgraded.
 _SIMULATED = re.compile(r"^Inst (?P<name>\S+) (?:\[(?P<old>[^\]]+)\] )?\((?P<version>\S+)")
@@ -33,32 +34,29 @@ def bad_names(names: list[str]) -> list[str]:
     return [n for n in names if not isinstance(n, str) or not PACKAGE_NAME.match(n)]
 
 
-def parse_dpkg_status(stdout: str) -> dict[str, str]:
-    """dpkg-query -W -f='${Package}\\t${db:Status-Abbrev}\\n' output -> {package: status abbreviation}.
-
-    A package dpkg has never seen is not in the output (dpkg-query says so on stderr, rc 1). A package
-    installed for several architectures prints one line each; any installed one counts."""
-    status: dict[str, str] = {}
-    for line in stdout.splitlines():
-        name, sep, abbrev = line.partition("\t")
-        if not sep or not name:
-            continue
-        if status.get(name, "")[1:2] != "i":
-            status[name] = abbrev
-    return status
+def list_dpkg_query(text: str) -> dict:
+    """Every package of `dpkg-query -W -f=DPKG_FORMAT [NAMES]` output: name -> installed, status, version."""
+    found = {}
+    for line in text.splitlines():
+        fields = line.split("\t")
+        if len(fields) == 3 and fields[0]:
+            found[fields[0]] = {"installed": fields[1] == "installed", "status": fields[1], "version": fields[2]}
+    return found
 
 
-def is_installed(abbrev: str) -> bool:
-    """Status abbreviation ("ii ", "rc ", "iF ", ...): the second letter is the current state, i = installed."""
-    return abbrev[1:2] == "i"
+def parse_dpkg_query(text: str, names: list) -> dict:
+    """Per name in NAMES, from `dpkg-query -W -f=DPKG_FORMAT NAMES` output (unknown names print nothing)."""
+    found = list_dpkg_query(text)
+    unknown = {"installed": False, "status": "unknown", "version": ""}
+    # Multi-arch packages print as NAME; a NAME:ARCH request matches its NAME line.
+    return {name: dict(found.get(name) or found.get(name.split(":")[0]) or unknown) for name in names}
 
 
-def missing_packages(names: list[str], status: dict[str, str]) -> list[str]:
-    """The NAMES (in their order, once each) that dpkg does not report installed."""
+def missing_packages(names: list[str], packages: dict) -> list[str]:
+    """The NAMES (in their order, once each) that parse_dpkg_query's PACKAGES do not report installed."""
     missing: list[str] = []
     for name in names:
-        plain = name.split(":", 1)[0]
-        if not is_installed(status.get(plain, "")) and name not in missing:
+        if not packages[name]["installed"] and name not in missing:
             missing.append(name)
     return missing
 

@@ -116,14 +116,14 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.hpclab.cluster.plugins.module_utils._apt import (
-    DPKG_QUERY_FORMAT,
+    DPKG_FORMAT,
     ENVIRONMENT,
     bad_names,
     diff_text,
     install_argv,
     lists_are_fresh,
     missing_packages,
-    parse_dpkg_status,
+    parse_dpkg_query,
     parse_simulation,
     parse_unpacked,
     update_argv,
@@ -161,12 +161,12 @@ def main() -> None:
     def run(argv: list[str]) -> tuple[int, str, str]:
         return module.run_command(argv, environ_update=ENVIRONMENT)
 
-    query = ["dpkg-query", "-W", "-f=" + DPKG_QUERY_FORMAT] + names
+    query = ["dpkg-query", "-W", "-f=" + DPKG_FORMAT] + names
     rc, out, err = run(query)
     # rc 1: some package is unknown to dpkg (never installed); its name is then only on stderr.
     if rc not in (0, 1):
         module.fail_json(msg="dpkg-query failed (rc %d): %s" % (rc, err.strip()), cmd=query, rc=rc, stderr=err)
-    result["missing"] = missing = missing_packages(names, parse_dpkg_status(out))
+    result["missing"] = missing = missing_packages(names, parse_dpkg_query(out, names))
     if not missing:
         module.exit_json(**result)
     result["changed"] = True

@@ -144,28 +144,10 @@ import stat
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.hpclab.cluster.plugins.module_utils._apt import DPKG_FORMAT, list_dpkg_query, parse_dpkg_query
 from ansible_collections.hpclab.cluster.plugins.module_utils._files import id_name
 
-DPKG_FORMAT = "${Package}\\t${db:Status-Status}\\t${Version}\\n"
 UNIT_PROPERTIES = "Id,LoadState,ActiveState,SubState,UnitFileState"
-
-
-def list_dpkg_query(text: str) -> dict:
-    """Every package of `dpkg-query -W -f=DPKG_FORMAT [NAMES]` output: name -> installed, status, version."""
-    found = {}
-    for line in text.splitlines():
-        fields = line.split("\t")
-        if len(fields) == 3 and fields[0]:
-            found[fields[0]] = {"installed": fields[1] == "installed", "status": fields[1], "version": fields[2]}
-    return found
-
-
-def parse_dpkg_query(text: str, names: list) -> dict:
-    """Per name in NAMES, from `dpkg-query -W -f=DPKG_FORMAT NAMES` output (unknown names print nothing)."""
-    found = list_dpkg_query(text)
-    unknown = {"installed": False, "status": "unknown", "version": ""}
-    # Multi-arch packages print as NAME; a NAME:ARCH request matches its NAME line.
-    return {name: dict(found.get(name) or found.get(name.split(":")[0]) or unknown) for name in names}
 
 
 def unit_name(name: str) -> str:
