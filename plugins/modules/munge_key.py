@@ -15,6 +15,8 @@ description:
   - Compares the SHA-256 of the existing key with the desired one. A key that differs is B(not)
     replaced unless O(rotate=true), because other MUNGE and Slurm daemons may still use it.
   - Key material is never returned or printed; only SHA-256 fingerprints are.
+  - With O(restart), a key it writes is put into use in the same call - munged reads its key only when
+    it starts.
 author:
   - hpclab.cluster contributors (@hpclab)
 attributes:
@@ -61,6 +63,13 @@ options:
         the module fails, naming both fingerprints.
     type: bool
     default: false
+  restart:
+    description:
+      - A systemd unit that reads the key when it starts, such as C(munge). When the module writes the
+        key, it enables the unit at boot and restarts it, in the same call. When the key is already in
+        place the unit is left alone (start a stopped unit with M(ansible.builtin.systemd_service)).
+      - Unset, no service is touched.
+    type: str
 notes:
   - In check mode on a host where the owner or group does not exist yet (the munge package is not
     installed), the module reports the change it would make instead of failing.
@@ -76,6 +85,12 @@ EXAMPLES = r"""
   hpclab.cluster.munge_key:
     content: "{{ munge_key }}"
     directory_mode: "0700"
+  no_log: true
+
+- name: Install the cluster key and restart munged with it when it changed, in one call
+  hpclab.cluster.munge_key:
+    content: "{{ munge_key }}"
+    restart: munge
   no_log: true
 
 - name: Replace a key on purpose (restart every munged and Slurm daemon afterwards)
@@ -103,6 +118,11 @@ directory_changed:
   sample: false
 key_written:
   description: Whether the key's content was (or would be) replaced.
+  returned: always
+  type: bool
+  sample: true
+restarted:
+  description: Whether the O(restart) unit was (or would be) enabled and restarted, with the new key.
   returned: always
   type: bool
   sample: true
@@ -170,6 +190,22 @@ def write_key(path: str, raw: bytes, uid: int, gid: int, mode: int) -> None:
     write_atomically(path, raw, uid, gid, mode)
 
 
+def restart_unit(module: AnsibleModule, unit: str, result: dict) -> None:
+    """Enable UNIT at boot and restart it; fail naming the command and what systemctl said."""
+    systemctl = module.get_bin_path("systemctl", required=True)
+    for command in ([systemctl, "enable", "--quiet", unit], [systemctl, "restart", unit]):
+        rc, out, err = module.run_command(command)
+        if rc != 0:
+            module.fail_json(
+                msg=f"the key is written, but '{' '.join(command[1:])}' failed (rc={rc}): {(err or out).strip()}. "
+                f"Fix: see 'journalctl -u {unit}' on this host.",
+                rc=rc,
+                stdout=out,
+                stderr=err,
+                **result,
+            )
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
@@ -180,6 +216,7 @@ def main() -> None:
             "mode": {"type": "str", "default": "0400"},
             "directory_mode": {"type": "str"},
             "rotate": {"type": "bool", "default": False},
+            "restart": {"type": "str"},
         },
         supports_check_mode=True,
     )
@@ -224,6 +261,7 @@ def main() -> None:
         "sha256": desired if not plan["refused"] else current["sha256"],
         "previous_sha256": current["sha256"] if current else None,
         "key_written": plan["write"],
+        "restarted": bool(plan["write"] and params["restart"]),
     }
     if module._diff:
         before = dict(current) if current else {}
@@ -256,6 +294,8 @@ def main() -> None:
                 os.chmod(path, mode)
         except OSError as exc:
             module.fail_json(msg=f"could not write {path}: {to_native(exc)}", **result)
+        if result["restarted"]:
+            restart_unit(module, params["restart"], result)
     module.exit_json(**result)
 
 

@@ -119,3 +119,74 @@ def test_check_mode_reports_a_missing_directory_and_creates_nothing(tmp_path, ca
 def test_directory_mode_must_be_octal(tmp_path, capsys):
     result = run(capsys, content=KEY_B64, path=str(tmp_path / "munge.key"), directory_mode="rwx")
     assert result["failed"] is True and "directory_mode 'rwx'" in result["msg"]
+
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "systemd")
+
+
+def captured(name):
+    with open(os.path.join(FIXTURES, name), encoding="utf-8") as handle:
+        return handle.read()
+
+
+@pytest.fixture
+def systemctl(monkeypatch):
+    """Records the systemctl command lines; answers from ANSWERS (argv[1] -> (rc, out, err)), else success."""
+    calls = []
+    answers = {}
+
+    def run_command(module, argv, **kwargs):
+        calls.append(argv[1:])
+        return answers.get(argv[1], (0, "", ""))
+
+    monkeypatch.setattr(munge_key.AnsibleModule, "run_command", run_command)
+    monkeypatch.setattr(munge_key.AnsibleModule, "get_bin_path", lambda module, name, required=False: "/usr/bin/" + name)
+    return calls, answers
+
+
+def test_written_key_restarts_the_unit_in_the_same_call(tmp_path, capsys, systemctl):
+    calls, _answers = systemctl
+    result = run(capsys, content=KEY_B64, path=str(tmp_path / "munge.key"), restart="munge")
+    assert result["changed"] is True and result["key_written"] is True and result["restarted"] is True
+    assert calls == [["enable", "--quiet", "munge"], ["restart", "munge"]]
+
+
+def test_key_in_place_leaves_the_unit_alone(tmp_path, capsys, systemctl):
+    calls, _answers = systemctl
+    path = tmp_path / "munge.key"
+    path.write_bytes(KEY)
+    path.chmod(0o644)
+    result = run(capsys, content=KEY_B64, path=str(path), restart="munge")
+    # Only the mode changed: munged does not re-read the key for that.
+    assert result["changed"] is True and result["key_written"] is False and result["restarted"] is False
+    again = run(capsys, content=KEY_B64, path=str(path), restart="munge")
+    assert again["changed"] is False and again["restarted"] is False
+    assert calls == []
+
+
+def test_check_mode_reports_the_restart_and_runs_nothing(tmp_path, capsys, systemctl):
+    calls, _answers = systemctl
+    result = run(capsys, content=KEY_B64, path=str(tmp_path / "munge.key"), restart="munge", _ansible_check_mode=True)
+    assert result["changed"] is True and result["restarted"] is True
+    assert calls == [] and not (tmp_path / "munge.key").exists()
+
+
+def test_failed_restart_names_the_command_and_keeps_the_key(tmp_path, capsys, systemctl):
+    calls, answers = systemctl
+    answers["restart"] = (1, "", captured("restart-munge-bad-key.stderr"))
+    path = tmp_path / "munge.key"
+    result = run(capsys, content=KEY_B64, path=str(path), restart="munge")
+    assert result["failed"] is True and result["key_written"] is True and result["changed"] is True
+    assert "'restart munge' failed (rc=1)" in result["msg"]
+    assert "Job for munge.service failed" in result["msg"] and "journalctl -u munge" in result["msg"]
+    assert path.read_bytes() == KEY
+    assert calls == [["enable", "--quiet", "munge"], ["restart", "munge"]]
+
+
+def test_failed_enable_stops_before_the_restart(tmp_path, capsys, systemctl):
+    calls, answers = systemctl
+    answers["enable"] = (1, "", captured("enable-missing-unit.stderr"))
+    result = run(capsys, content=KEY_B64, path=str(tmp_path / "munge.key"), restart="nosuch")
+    assert result["failed"] is True
+    assert "'enable --quiet nosuch' failed (rc=1): Failed to enable unit: Unit file nosuch.service does not exist." in result["msg"]
+    assert calls == [["enable", "--quiet", "nosuch"]]
