@@ -68,6 +68,17 @@ options:
         fact gathering slow, and without carrying setup's fact collectors to the host.
     type: bool
     default: false
+  network:
+    description:
+      - Also return, as C(ansible_facts), the network facts of M(ansible.builtin.setup) that the
+        hpclab.cluster.docker_macvlan role reads, by setup's own rules - C(interfaces) (the names under
+        C(/sys/class/net)), C(default_ipv4) (C(interface), C(address) and C(gateway) of the route to
+        8.8.8.8, from C(ip -4 route get)) and C(all_ipv4_addresses) (every IPv4 address but 127.0.0.0/8's,
+        from C(ip -o -4 addr show)) - in the same call.
+      - On a host without C(ip) (package iproute2) nothing is returned for them, as setup returns nothing,
+        and the caller gathers them with setup.
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -124,9 +135,12 @@ ansible_facts:
   description: With O(hardware=true), C(processor_count), C(processor_cores), C(processor_threads_per_core),
     C(processor_vcpus), C(processor_nproc), C(memtotal_mb), C(memfree_mb), C(swaptotal_mb) and C(swapfree_mb)
     as setup names them, C(hostname) (short) and C(architecture).
-  returned: when O(hardware=true)
+    With O(network=true) also C(interfaces), C(default_ipv4) and C(all_ipv4_addresses).
+  returned: when O(hardware=true) or O(network=true)
   type: dict
-  sample: {processor_count: 1, processor_cores: 2, processor_threads_per_core: 1, processor_vcpus: 2, memtotal_mb: 7940}
+  sample: {processor_count: 1, processor_cores: 2, processor_threads_per_core: 1, processor_vcpus: 2, memtotal_mb: 7940,
+           interfaces: [eth0, lo], default_ipv4: {interface: eth0, address: 192.168.1.11, gateway: 192.168.1.1},
+           all_ipv4_addresses: [192.168.1.11]}
 commands:
   description: Per command, its full path, or an empty string when it is not found.
   returned: always
@@ -290,6 +304,62 @@ def hardware_facts() -> dict:
     return facts
 
 
+ROUTE_TARGET = "8.8.8.8"
+
+
+def parse_route_get(out: str, target: str = ROUTE_TARGET) -> dict:
+    """setup's default_ipv4 core from `ip -4 route get TARGET`: interface, address (src), gateway (via).
+
+    As setup: only a first line that starts with the queried address counts (else {}).
+    """
+    lines = out.splitlines()
+    words = lines[0].split() if lines else []
+    found = {}
+    if words and words[0] == target:
+        for i in range(len(words) - 1):
+            if words[i] == "dev":
+                found["interface"] = words[i + 1]
+            elif words[i] == "src":
+                found["address"] = words[i + 1]
+            elif words[i] == "via" and words[i + 1] != target:
+                found["gateway"] = words[i + 1]
+    return found
+
+
+def parse_ipv4_addresses(out: str) -> list:
+    """setup's all_ipv4_addresses from `ip -o -4 addr show`: each `inet` address, but 127.0.0.0/8's."""
+    addresses = []
+    for line in out.splitlines():
+        words = line.split()
+        if "inet" not in words[:4]:
+            continue
+        address = words[words.index("inet") + 1].split("/")[0]
+        if not address.startswith("127.") and address not in addresses:
+            addresses.append(address)
+    return addresses
+
+
+def network_facts(module) -> dict:
+    """interfaces, default_ipv4 and all_ipv4_addresses as setup's network subset has them; {} without ip."""
+    ip = module.get_bin_path("ip")
+    if ip is None:
+        return {}
+    rc, addr_out, err = module.run_command([ip, "-o", "-4", "addr", "show"])
+    if rc != 0:
+        module.fail_json(msg="ip -o -4 addr show failed (rc %d): %s" % (rc, err.strip()))
+    # No route to the target (a host without a default route) is no default_ipv4, as with setup.
+    dummy, route_out, dummy = module.run_command([ip, "-4", "route", "get", ROUTE_TARGET])
+    try:
+        interfaces = sorted(os.listdir("/sys/class/net"))
+    except OSError:
+        interfaces = []
+    return {
+        "interfaces": interfaces,
+        "default_ipv4": parse_route_get(route_out),
+        "all_ipv4_addresses": parse_ipv4_addresses(addr_out),
+    }
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
@@ -300,6 +370,7 @@ def main():
             "services": {"type": "list", "elements": "str", "default": []},
             "commands": {"type": "list", "elements": "str", "default": []},
             "hardware": {"type": "bool", "default": False},
+            "network": {"type": "bool", "default": False},
         },
         supports_check_mode=True,
     )
@@ -347,8 +418,13 @@ def main():
     for command in params["commands"]:
         result["commands"][command] = shutil.which(command, path=os.pathsep.join(search)) or ""
 
+    facts = {}
     if params["hardware"]:
-        result["ansible_facts"] = hardware_facts()
+        facts.update(hardware_facts())
+    if params["network"]:
+        facts.update(network_facts(module))
+    if params["hardware"] or params["network"]:
+        result["ansible_facts"] = facts
 
     module.exit_json(**result)
 

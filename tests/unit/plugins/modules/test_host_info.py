@@ -75,19 +75,24 @@ def test_path_state_names_an_owner_without_a_name_by_number(tmp_path, monkeypatc
     assert host_info.path_state(str(tmp_path), "sha1")["owner"] == str(os.stat(tmp_path).st_uid)
 
 
-def test_hardware_facts_equal_setup_hardware_subset_on_this_machine():
-    """The facts slurm.conf's node lines are made from, as host_info returns them and as setup does."""
+def setup_facts(gather_subset: str) -> dict:
+    """ansible_facts of setup with GATHER_SUBSET, run on this machine."""
     import json
     import subprocess
     import sys
 
-    ours = host_info.hardware_facts()
-    setup = subprocess.run(
+    out = subprocess.run(
         [os.path.join(os.path.dirname(sys.executable), "ansible"), "localhost", "-c", "local", "-m", "setup",
-         "-a", "gather_subset=!all,!min,hardware,platform", "-o"],
+         "-a", "gather_subset=" + gather_subset, "-o"],
         capture_output=True, text=True, check=True, env={**os.environ, "ANSIBLE_LOAD_CALLBACK_PLUGINS": "0"},
     ).stdout
-    facts = json.loads(setup.split("=>", 1)[1])["ansible_facts"]
+    return json.loads(out.split("=>", 1)[1])["ansible_facts"]
+
+
+def test_hardware_facts_equal_setup_hardware_subset_on_this_machine():
+    """The facts slurm.conf's node lines are made from, as host_info returns them and as setup does."""
+    ours = host_info.hardware_facts()
+    facts = setup_facts("!all,!min,hardware,platform")
     keys = ["processor_count", "processor_cores", "processor_threads_per_core", "processor_vcpus",
             "processor_nproc", "memtotal_mb", "memfree_mb", "swaptotal_mb", "swapfree_mb", "hostname", "architecture"]
     # memfree moves between the two reads; the rest must be equal.
@@ -158,3 +163,35 @@ def test_dpkg_query_every_package_lists_installed_ones_only():
     for name in ("munge", "slurmctld"):
         assert known[name]["status"] == "config-files" and name not in installed
     assert len(known) == len(text("dpkg-query-all.txt").splitlines())
+
+
+def test_route_get_gives_the_default_interface_address_and_gateway():
+    assert host_info.parse_route_get(text("ip-route-get.txt")) == {
+        "interface": "eth0", "address": "172.17.0.2", "gateway": "172.17.0.1"}
+
+
+def test_no_route_is_no_default_ipv4():
+    # ip prints the error on stderr and nothing on stdout; neither is a route.
+    assert host_info.parse_route_get("") == {}
+    assert host_info.parse_route_get(text("ip-route-get-unreachable.stderr")) == {}
+
+
+def test_every_ipv4_address_but_loopback_in_order():
+    assert host_info.parse_ipv4_addresses(text("ip-addr-o4.txt")) == ["172.17.0.2", "10.9.9.9"]
+
+
+def test_network_facts_equal_setup_network_subset_on_this_machine():
+    """The facts docker_macvlan reads (parent interface, host addresses), as host_info and setup find them."""
+    from ansible.module_utils.basic import AnsibleModule
+    from ansible.module_utils.testing import patch_module_args
+
+    with patch_module_args({}):
+        module = AnsibleModule(argument_spec={})
+    if module.get_bin_path("ip") is None:
+        pytest.skip("no ip command on this machine: setup and host_info both return no network facts")
+    ours = host_info.network_facts(module)
+    facts = setup_facts("!all,!min,network")
+    assert ours["interfaces"] == sorted(facts["ansible_interfaces"])
+    default = facts["ansible_default_ipv4"]
+    assert ours["default_ipv4"] == {k: default[k] for k in ("interface", "address", "gateway") if k in default}
+    assert sorted(ours["all_ipv4_addresses"]) == sorted(facts["ansible_all_ipv4_addresses"])
