@@ -66,7 +66,8 @@ options:
   restart:
     description:
       - A systemd unit that reads the key when it starts, such as C(munge). When the module writes the
-        key, it enables the unit at boot and restarts it, in the same call. When the key is already in
+        key, it enables the unit at boot (unless C(systemctl is-enabled) says it is) and restarts it, in
+        the same call. When the key is already in
         place the unit is left alone (start a stopped unit with M(ansible.builtin.systemd_service)).
       - Unset, no service is touched.
     type: str
@@ -191,9 +192,16 @@ def write_key(path: str, raw: bytes, uid: int, gid: int, mode: int) -> None:
 
 
 def restart_unit(module: AnsibleModule, unit: str, result: dict) -> None:
-    """Enable UNIT at boot and restart it; fail naming the command and what systemctl said."""
+    """Enable UNIT at boot (unless systemctl says it is) and restart it; fail naming the command and what
+    systemctl said. `systemctl enable` of a unit with a SysV script beside it (Debian's munge) runs
+    update-rc.d, a third of a second, so a unit already enabled, as the package leaves it, is not enabled again.
+    """
     systemctl = module.get_bin_path("systemctl", required=True)
-    for command in ([systemctl, "enable", "--quiet", unit], [systemctl, "restart", unit]):
+    commands = [[systemctl, "restart", unit]]
+    rc, out, _err = module.run_command([systemctl, "is-enabled", unit])
+    if rc != 0 or out.strip() != "enabled":
+        commands.insert(0, [systemctl, "enable", "--quiet", unit])
+    for command in commands:
         rc, out, err = module.run_command(command)
         if rc != 0:
             module.fail_json(

@@ -148,7 +148,27 @@ def test_written_key_restarts_the_unit_in_the_same_call(tmp_path, capsys, system
     calls, _answers = systemctl
     result = run(capsys, content=KEY_B64, path=str(tmp_path / "munge.key"), restart="munge")
     assert result["changed"] is True and result["key_written"] is True and result["restarted"] is True
-    assert calls == [["enable", "--quiet", "munge"], ["restart", "munge"]]
+    assert calls == [["is-enabled", "munge"], ["enable", "--quiet", "munge"], ["restart", "munge"]]
+
+
+def test_unit_already_enabled_is_only_restarted(tmp_path, capsys, systemctl):
+    calls, answers = systemctl
+    answers["is-enabled"] = (0, captured("is-enabled-munge-enabled.stdout"), "")
+    result = run(capsys, content=KEY_B64, path=str(tmp_path / "munge.key"), restart="munge")
+    assert result["changed"] is True and result["key_written"] is True and result["restarted"] is True
+    assert calls == [["is-enabled", "munge"], ["restart", "munge"]]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [(1, "is-enabled-munge-disabled.stdout", ""), (1, "", "is-enabled-missing-unit.stderr")],
+    ids=["disabled", "missing-unit"],
+)
+def test_unit_not_enabled_is_enabled_before_the_restart(tmp_path, capsys, systemctl, answer):
+    calls, answers = systemctl
+    answers["is-enabled"] = (answer[0], captured(answer[1]) if answer[1] else "", captured(answer[2]) if answer[2] else "")
+    run(capsys, content=KEY_B64, path=str(tmp_path / "munge.key"), restart="munge")
+    assert calls == [["is-enabled", "munge"], ["enable", "--quiet", "munge"], ["restart", "munge"]]
 
 
 def test_key_in_place_leaves_the_unit_alone(tmp_path, capsys, systemctl):
@@ -180,7 +200,7 @@ def test_failed_restart_names_the_command_and_keeps_the_key(tmp_path, capsys, sy
     assert "'restart munge' failed (rc=1)" in result["msg"]
     assert "Job for munge.service failed" in result["msg"] and "journalctl -u munge" in result["msg"]
     assert path.read_bytes() == KEY
-    assert calls == [["enable", "--quiet", "munge"], ["restart", "munge"]]
+    assert calls == [["is-enabled", "munge"], ["enable", "--quiet", "munge"], ["restart", "munge"]]
 
 
 def test_failed_enable_stops_before_the_restart(tmp_path, capsys, systemctl):
@@ -189,4 +209,4 @@ def test_failed_enable_stops_before_the_restart(tmp_path, capsys, systemctl):
     result = run(capsys, content=KEY_B64, path=str(tmp_path / "munge.key"), restart="nosuch")
     assert result["failed"] is True
     assert "'enable --quiet nosuch' failed (rc=1): Failed to enable unit: Unit file nosuch.service does not exist." in result["msg"]
-    assert calls == [["enable", "--quiet", "nosuch"]]
+    assert calls == [["is-enabled", "nosuch"], ["enable", "--quiet", "nosuch"]]
