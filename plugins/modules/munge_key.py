@@ -67,8 +67,8 @@ options:
     description:
       - A systemd unit that reads the key when it starts, such as C(munge). When the module writes the
         key, it enables the unit at boot (unless C(systemctl is-enabled) says it is) and restarts it, in
-        the same call. When the key is already in
-        place the unit is left alone (start a stopped unit with M(ansible.builtin.systemd_service)).
+        the same call. When the key is already in place the unit is left alone (start a stopped unit
+        with M(ansible.builtin.systemd_service)).
       - Unset, no service is touched.
     type: str
 notes:

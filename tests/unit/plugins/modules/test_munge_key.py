@@ -161,12 +161,12 @@ def test_unit_already_enabled_is_only_restarted(tmp_path, capsys, systemctl):
 
 @pytest.mark.parametrize(
     "answer",
-    [(1, "is-enabled-munge-disabled.stdout", ""), (1, "", "is-enabled-missing-unit.stderr")],
+    [(1, captured("is-enabled-munge-disabled.stdout"), ""), (1, "", captured("is-enabled-missing-unit.stderr"))],
     ids=["disabled", "missing-unit"],
 )
 def test_unit_not_enabled_is_enabled_before_the_restart(tmp_path, capsys, systemctl, answer):
     calls, answers = systemctl
-    answers["is-enabled"] = (answer[0], captured(answer[1]) if answer[1] else "", captured(answer[2]) if answer[2] else "")
+    answers["is-enabled"] = answer
     run(capsys, content=KEY_B64, path=str(tmp_path / "munge.key"), restart="munge")
     assert calls == [["is-enabled", "munge"], ["enable", "--quiet", "munge"], ["restart", "munge"]]
 
