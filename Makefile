@@ -54,7 +54,7 @@ molecule: setup ## Molecule scenarios (SCENARIOS="munge ...")
 bench: setup ## Benchmark: first and no-change converge time per scenario (SCENARIOS="munge ...")
 	tests/bench $(SCENARIOS)
 
-bench-slurm: setup ## Benchmark: the Slurm layer alone on 3 fresh nodes, native and container mode (MODES="native")
+bench-slurm: setup ## Benchmark: our Slurm layer against the anchor galaxyproject.slurm, as a ratio (MODES="native container anchor")
 	tests/bench-slurm $(MODES)
 
 bench-hostlist: venv ## Benchmark: Slurm hostlist compress/expand against python-hostlist on 10,000 names

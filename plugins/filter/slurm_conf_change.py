@@ -29,6 +29,12 @@ options:
   old:
     description: The old slurm.conf text; empty or null when there was no file.
     type: str
+  gres_changed:
+    description:
+      - Whether gres.conf changed too (and lists generic resources). slurmd reads gres.conf only when it
+        starts, so a change that would otherwise need V(none) or V(reconfigure) then needs V(restart).
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -44,6 +50,8 @@ EXAMPLES = r"""
 # => "restart"
 # "PartitionName=p Nodes=n1 MaxTime=60\n" | hpclab.cluster.slurm_conf_change("PartitionName=p Nodes=n1 MaxTime=30\n")
 # => "reconfigure"
+# "ClusterName=c\n" | hpclab.cluster.slurm_conf_change("ClusterName=c\n", gres_changed=true)
+# => "restart"
 """
 
 RETURN = r"""
@@ -101,8 +109,15 @@ def _parse(text, what):
     return nodes, settings
 
 
-def slurm_conf_change(new, old=None):
+def slurm_conf_change(new, old=None, gres_changed=False):
     """Filter entry point: see DOCUMENTATION."""
+    change = _slurm_conf_change(new, old)
+    if gres_changed and change in ("none", "reconfigure"):
+        return "restart"
+    return change
+
+
+def _slurm_conf_change(new, old):
     if new is None:
         _fail("the new slurm.conf text is missing")
     new_conf = _parse(new, "the new text")

@@ -27,16 +27,18 @@ description:
     C(client.ssl) and C(server.ssl) are in place before the first client connects.
 author:
   - hpclab.cluster contributors (@hpclab)
+extends_documentation_fragment:
+  - hpclab.cluster.attributes
 attributes:
   check_mode:
     support: full
-    description: Runs only the read commands (C(volume info), C(volume get), C(pool list)) and returns the commands a real run would run.
+    details: Runs only the read commands (C(volume info), C(volume get), C(pool list)) and returns the commands a real run would run.
   diff_mode:
     support: full
-    description: Shows status, bricks, replica/arbiter/disperse/redundancy counts, transport and the managed options before and after.
+    details: Shows status, bricks, replica/arbiter/disperse/redundancy counts, transport and the managed options before and after.
   idempotent:
     support: full
-    description: A second run with the same parameters plans no command and reports no change.
+    details: A second run with the same parameters plans no command and reports no change.
 options:
   name:
     description:
@@ -284,6 +286,7 @@ from ansible_collections.hpclab.cluster.plugins.module_utils._gluster import (
     unready_peers,
     volume_facts,
 )
+from ansible_collections.hpclab.cluster.plugins.module_utils._runner import CommandRunner, failure_message
 
 # glusterd's messages are parsed nowhere, but errors quoted to the user should be in one language.
 ENVIRON = {"LANG": "C", "LC_ALL": "C"}
@@ -331,17 +334,17 @@ class Gluster:
         self.module = module
         self.volume = volume
         self.result = result
-        self.binary = module.get_bin_path("gluster", required=True, opt_dirs=["/usr/sbin"])
+        self.runner = CommandRunner(module, environ=ENVIRON, opt_dirs=["/usr/sbin"])
 
     def call(self, argv: list) -> tuple:
         """Return (stdout, failure message or None, GlusterCliError or None)."""
-        rc, out, err = self.module.run_command([self.binary, *argv[1:]], environ_update=ENVIRON)
+        rc, out, err = self.runner.run(argv)
         try:
             parse_xml(out)
         except GlusterCliError as exc:
             return out, self._message(argv, rc, exc, err), exc
         if rc != 0:
-            return out, f"volume {self.volume}: {' '.join(argv)} failed: rc={rc}, opRet=0, stderr: {err.strip()}", None
+            return out, failure_message(argv, rc, "", err, f"volume {self.volume}"), None
         return out, None, None
 
     def _message(self, argv: list, rc: int, exc: GlusterCliError, err: str) -> str:

@@ -15,20 +15,22 @@ description:
   - Compares the SHA-256 of the existing key with the desired one. A key that differs is B(not)
     replaced unless O(rotate=true), because other MUNGE and Slurm daemons may still use it.
   - Key material is never returned or printed; only SHA-256 fingerprints are.
-  - With O(restart), a key it writes is put into use in the same call - munged reads its key only when
-    it starts.
+  - munged reads its key only when it starts. Restart it when this module reports C(key_written), for
+    example with a handler notified by this task.
 author:
   - hpclab.cluster contributors (@hpclab)
+extends_documentation_fragment:
+  - hpclab.cluster.attributes
 attributes:
   check_mode:
     support: full
-    description: Reports what would change and writes nothing.
+    details: Reports what would change and writes nothing.
   diff_mode:
     support: full
-    description: The diff shows fingerprints, owner, group and mode, never the key.
+    details: The diff shows fingerprints, owner, group and mode, never the key.
   idempotent:
     support: full
-    description: A second run with the same key changes nothing.
+    details: A second run with the same key changes nothing.
 options:
   content:
     description:
@@ -63,14 +65,6 @@ options:
         the module fails, naming both fingerprints.
     type: bool
     default: false
-  restart:
-    description:
-      - A systemd unit that reads the key when it starts, such as C(munge). When the module writes the
-        key, it enables the unit at boot (unless C(systemctl is-enabled) says it is) and restarts it, in
-        the same call. When the key is already in place the unit is left alone (start a stopped unit
-        with M(ansible.builtin.systemd_service)).
-      - Unset, no service is touched.
-    type: str
 notes:
   - In check mode on a host where the owner or group does not exist yet (the munge package is not
     installed), the module reports the change it would make instead of failing.
@@ -88,11 +82,11 @@ EXAMPLES = r"""
     directory_mode: "0700"
   no_log: true
 
-- name: Install the cluster key and restart munged with it when it changed, in one call
+- name: Install the cluster key; munged reads it when it starts
   hpclab.cluster.munge_key:
     content: "{{ munge_key }}"
-    restart: munge
   no_log: true
+  notify: Restart munge
 
 - name: Replace a key on purpose (restart every munged and Slurm daemon afterwards)
   hpclab.cluster.munge_key:
@@ -122,27 +116,40 @@ key_written:
   returned: always
   type: bool
   sample: true
-restarted:
-  description: Whether the O(restart) unit was (or would be) enabled and restarted, with the new key.
-  returned: always
-  type: bool
-  sample: true
 """
 
 import grp
 import os
 import pwd
+import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_native
 
-from ansible_collections.hpclab.cluster.plugins.module_utils._files import id_name, read_file, write_atomically
 from ansible_collections.hpclab.cluster.plugins.module_utils._munge import (
     MungeKeyError,
     decode_key,
     fingerprint,
     plan_key,
 )
+
+
+def id_name(lookup, ident: int) -> str:
+    """The name of a uid or gid (LOOKUP is pwd.getpwuid or grp.getgrgid), or the number when it has none."""
+    try:
+        return lookup(ident)[0]
+    except KeyError:
+        return str(ident)
+
+
+def read_file(path: str) -> tuple[os.stat_result, bytes] | None:
+    """PATH's stat and content, or None when it does not exist."""
+    try:
+        st = os.stat(path)
+        with open(path, "rb") as handle:
+            return st, handle.read()
+    except FileNotFoundError:
+        return None
 
 
 def read_current(path: str) -> dict | None:
@@ -187,31 +194,23 @@ def lookup_ids(owner: str, group: str) -> tuple[int, int] | None:
 
 
 def write_key(path: str, raw: bytes, uid: int, gid: int, mode: int) -> None:
-    """Write atomically: the temporary file lives in the key's own directory and is 0600 from birth."""
-    write_atomically(path, raw, uid, gid, mode)
-
-
-def restart_unit(module: AnsibleModule, unit: str, result: dict) -> None:
-    """Enable UNIT at boot (unless systemctl says it is) and restart it; fail naming the command and what
-    systemctl said. `systemctl enable` of a unit with a SysV script beside it (Debian's munge) runs
-    update-rc.d, a third of a second, so a unit already enabled, as the package leaves it, is not enabled again.
-    """
-    systemctl = module.get_bin_path("systemctl", required=True)
-    commands = [[systemctl, "restart", unit]]
-    rc, out, _err = module.run_command([systemctl, "is-enabled", unit])
-    if rc != 0 or out.strip() != "enabled":
-        commands.insert(0, [systemctl, "enable", "--quiet", unit])
-    for command in commands:
-        rc, out, err = module.run_command(command)
-        if rc != 0:
-            module.fail_json(
-                msg=f"the key is written, but '{' '.join(command[1:])}' failed (rc={rc}): {(err or out).strip()}. "
-                f"Fix: see 'journalctl -u {unit}' on this host.",
-                rc=rc,
-                stdout=out,
-                stderr=err,
-                **result,
-            )
+    """Write RAW to PATH through a temporary file in the key's own directory, 0600 from birth (never
+    world-readable, never on another filesystem such as /tmp), given UID, GID and MODE before it replaces
+    PATH, so that munged never reads a partial key. The temporary file is removed when anything fails."""
+    directory = os.path.dirname(path) or "."
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(raw)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chown(tmp, uid, gid)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 def main() -> None:
@@ -224,7 +223,6 @@ def main() -> None:
             "mode": {"type": "str", "default": "0400"},
             "directory_mode": {"type": "str"},
             "rotate": {"type": "bool", "default": False},
-            "restart": {"type": "str"},
         },
         supports_check_mode=True,
     )
@@ -269,7 +267,6 @@ def main() -> None:
         "sha256": desired if not plan["refused"] else current["sha256"],
         "previous_sha256": current["sha256"] if current else None,
         "key_written": plan["write"],
-        "restarted": bool(plan["write"] and params["restart"]),
     }
     if module._diff:
         before = dict(current) if current else {}
@@ -302,8 +299,6 @@ def main() -> None:
                 os.chmod(path, mode)
         except OSError as exc:
             module.fail_json(msg=f"could not write {path}: {to_native(exc)}", **result)
-        if result["restarted"]:
-            restart_unit(module, params["restart"], result)
     module.exit_json(**result)
 
 

@@ -29,16 +29,18 @@ description:
     module fails, naming the nodes and the jobs still running; the state change it made stays in place.
 author:
   - hpclab.cluster contributors (@hpclab)
+extends_documentation_fragment:
+  - hpclab.cluster.attributes
 attributes:
   check_mode:
     support: full
-    description: Runs only the read commands and returns the commands a real run would run and the predicted state. Does not wait.
+    details: Runs only the read commands and returns the commands a real run would run and the predicted state. Does not wait.
   diff_mode:
     support: full
-    description: Shows each node's state (as sinfo names it), base state, flags and reason before and after.
+    details: Shows each node's state (as sinfo names it), base state, flags and reason before and after.
   idempotent:
     support: full
-    description: A second run with the same parameters runs no C(scontrol update) and reports no change.
+    details: A second run with the same parameters runs no C(scontrol update) and reports no change.
 options:
   nodes:
     description:
@@ -186,6 +188,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.hpclab.cluster.plugins.module_utils._runner import CommandRunner
 from ansible_collections.hpclab.cluster.plugins.module_utils._slurm import (
     ENVIRON,
     SCONTROL,
@@ -217,32 +220,29 @@ def facts(node: dict) -> dict:
 
 
 class Slurm:
-    """Runs Slurm client argv lists; every failure becomes one fail_json naming command, rc and stderr."""
+    """Runs Slurm client argv lists, on the host or in the controller's container."""
 
     def __init__(self, module: AnsibleModule, result: dict, container: str = ""):
         self.module = module
         self.result = result
-        self.binaries = {}
         self.container = container
+        # In a container the environment travels as `docker exec -e`, not as the docker client's own.
+        self.runner = CommandRunner(module, environ={} if container else ENVIRON)
 
-    def _binary(self, name: str) -> str:
-        if name not in self.binaries:
-            self.binaries[name] = self.module.get_bin_path(name, required=True)
-        return self.binaries[name]
+    def argv(self, argv: list) -> list:
+        """ARGV as it runs: in the container, with the command's own path there."""
+        if not self.container:
+            return argv
+        env = [item for key, value in ENVIRON.items() for item in ("-e", f"{key}={value}")]
+        return ["docker", "exec", *env, self.container, *argv]
 
     def run(self, argv: list) -> tuple:
-        if self.container:
-            # The command's own path inside the container; the environment is passed with -e.
-            env = [item for key, value in ENVIRON.items() for item in ("-e", f"{key}={value}")]
-            return self.module.run_command([self._binary("docker"), "exec", *env, self.container, *argv])
-        rc, out, err = self.module.run_command([self._binary(argv[0]), *argv[1:]], environ_update=ENVIRON)
-        return rc, out, err
+        return self.runner.run(self.argv(argv))
 
     def read(self, argv: list, what: str, hint: str = "") -> str:
         rc, out, err = self.run(argv)
         if rc != 0:
-            msg = f"{what}: {' '.join(argv)} failed: rc={rc}, stderr: {(err or out).strip()}"
-            self.module.fail_json(msg=msg + (f". {hint}" if hint else ""), **self.result)
+            self.runner.fail(argv, rc, out, err, what, hint, **self.result)
         return out
 
     def nodes(self) -> dict:
@@ -371,11 +371,9 @@ def main() -> None:
             continue
         rc, out, err = slurm.run(plan[name])
         if rc != 0:
-            msg = f"node {name}: {' '.join(plan[name])} failed: rc={rc}, stderr: {(err or out).strip()}"
-            if done:
-                msg += f". Already changed: {', '.join(done)}"
             result["commands"] = [plan[n] for n in done + [name]]
-            module.fail_json(msg=msg, failed_command=plan[name], **result)
+            hint = f"Already changed: {', '.join(done)}" if done else ""
+            slurm.runner.fail(plan[name], rc, out, err, f"node {name}", hint, failed_command=plan[name], **result)
         done.append(name)
 
     if params["wait"]:

@@ -62,3 +62,20 @@ def test_bad_input(new, old, reason):
 
 def test_registered():
     assert "slurm_conf_change" in FilterModule().filters()
+
+
+@pytest.mark.parametrize(
+    "new,old,expected",
+    [
+        ("ClusterName=c\n", "ClusterName=c\n", "restart"),
+        ("PartitionName=p Nodes=n1 MaxTime=60\n", "PartitionName=p Nodes=n1 MaxTime=30\n", "restart"),
+        ("NodeName=n[1-3] CPUs=2\n", "NodeName=n[1-2] CPUs=2\n", "restart"),
+        ("ClusterName=c\n", "", "new"),
+    ],
+)
+def test_a_changed_gres_conf_turns_none_and_reconfigure_into_a_restart(new, old, expected):
+    assert CONF_CHANGE(new, old, gres_changed=True) == expected
+
+
+def test_an_unchanged_gres_conf_changes_nothing():
+    assert CONF_CHANGE("ClusterName=c\n", "ClusterName=c\n", gres_changed=False) == "none"

@@ -121,92 +121,55 @@ def test_directory_mode_must_be_octal(tmp_path, capsys):
     assert result["failed"] is True and "directory_mode 'rwx'" in result["msg"]
 
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "systemd")
-
-
-def captured(name):
-    with open(os.path.join(FIXTURES, name), encoding="utf-8") as handle:
-        return handle.read()
-
-
-@pytest.fixture
-def systemctl(monkeypatch):
-    """Records the systemctl command lines; answers from ANSWERS (argv[1] -> (rc, out, err)), else success."""
-    calls = []
-    answers = {}
-
-    def run_command(module, argv, **kwargs):
-        calls.append(argv[1:])
-        return answers.get(argv[1], (0, "", ""))
-
-    monkeypatch.setattr(munge_key.AnsibleModule, "run_command", run_command)
-    monkeypatch.setattr(munge_key.AnsibleModule, "get_bin_path", lambda module, name, required=False: "/usr/bin/" + name)
-    return calls, answers
-
-
-def test_written_key_restarts_the_unit_in_the_same_call(tmp_path, capsys, systemctl):
-    calls, _answers = systemctl
-    result = run(capsys, content=KEY_B64, path=str(tmp_path / "munge.key"), restart="munge")
-    assert result["changed"] is True and result["key_written"] is True and result["restarted"] is True
-    assert calls == [["is-enabled", "munge"], ["enable", "--quiet", "munge"], ["restart", "munge"]]
-
-
-def test_unit_already_enabled_is_only_restarted(tmp_path, capsys, systemctl):
-    calls, answers = systemctl
-    answers["is-enabled"] = (0, captured("is-enabled-munge-enabled.stdout"), "")
-    result = run(capsys, content=KEY_B64, path=str(tmp_path / "munge.key"), restart="munge")
-    assert result["changed"] is True and result["key_written"] is True and result["restarted"] is True
-    assert calls == [["is-enabled", "munge"], ["restart", "munge"]]
-
-
-@pytest.mark.parametrize(
-    "answer",
-    [(1, captured("is-enabled-munge-disabled.stdout"), ""), (1, "", captured("is-enabled-missing-unit.stderr"))],
-    ids=["disabled", "missing-unit"],
-)
-def test_unit_not_enabled_is_enabled_before_the_restart(tmp_path, capsys, systemctl, answer):
-    calls, answers = systemctl
-    answers["is-enabled"] = answer
-    run(capsys, content=KEY_B64, path=str(tmp_path / "munge.key"), restart="munge")
-    assert calls == [["is-enabled", "munge"], ["enable", "--quiet", "munge"], ["restart", "munge"]]
-
-
-def test_key_in_place_leaves_the_unit_alone(tmp_path, capsys, systemctl):
-    calls, _answers = systemctl
+def test_no_temporary_file_is_left_beside_the_key(tmp_path, capsys):
     path = tmp_path / "munge.key"
-    path.write_bytes(KEY)
-    path.chmod(0o644)
-    result = run(capsys, content=KEY_B64, path=str(path), restart="munge")
-    # Only the mode changed: munged does not re-read the key for that.
-    assert result["changed"] is True and result["key_written"] is False and result["restarted"] is False
-    again = run(capsys, content=KEY_B64, path=str(path), restart="munge")
-    assert again["changed"] is False and again["restarted"] is False
-    assert calls == []
+    path.write_bytes(b"x" * 64)
+    run(capsys, content=KEY_B64, path=str(path), rotate=True)
+    assert os.listdir(tmp_path) == ["munge.key"]
 
 
-def test_check_mode_reports_the_restart_and_runs_nothing(tmp_path, capsys, systemctl):
-    calls, _answers = systemctl
-    result = run(capsys, content=KEY_B64, path=str(tmp_path / "munge.key"), restart="munge", _ansible_check_mode=True)
-    assert result["changed"] is True and result["restarted"] is True
-    assert calls == [] and not (tmp_path / "munge.key").exists()
+def test_write_key_removes_its_temporary_file_when_it_fails(tmp_path, monkeypatch):
+    def refuse(*args):
+        raise PermissionError("chown refused")
+
+    monkeypatch.setattr(munge_key.os, "chown", refuse)
+    with pytest.raises(PermissionError):
+        munge_key.write_key(str(tmp_path / "munge.key"), KEY, 0, 0, 0o400)
+    assert os.listdir(tmp_path) == []
 
 
-def test_failed_restart_names_the_command_and_keeps_the_key(tmp_path, capsys, systemctl):
-    calls, answers = systemctl
-    answers["restart"] = (1, "", captured("restart-munge-bad-key.stderr"))
+def test_write_key_replaces_the_key_with_owner_and_mode(tmp_path):
     path = tmp_path / "munge.key"
-    result = run(capsys, content=KEY_B64, path=str(path), restart="munge")
-    assert result["failed"] is True and result["key_written"] is True and result["changed"] is True
-    assert "'restart munge' failed (rc=1)" in result["msg"]
-    assert "Job for munge.service failed" in result["msg"] and "journalctl -u munge" in result["msg"]
-    assert path.read_bytes() == KEY
-    assert calls == [["is-enabled", "munge"], ["enable", "--quiet", "munge"], ["restart", "munge"]]
+    path.write_bytes(b"old")
+    munge_key.write_key(str(path), KEY, os.getuid(), os.getgid(), 0o400)
+    assert path.read_bytes() == KEY and path.stat().st_mode & 0o7777 == 0o400
 
 
-def test_failed_enable_stops_before_the_restart(tmp_path, capsys, systemctl):
-    calls, answers = systemctl
-    answers["enable"] = (1, "", captured("enable-missing-unit.stderr"))
-    result = run(capsys, content=KEY_B64, path=str(tmp_path / "munge.key"), restart="nosuch")
-    assert result["failed"] is True
-    assert "'enable --quiet nosuch' failed (rc=1): Failed to enable unit: Unit file nosuch.service does not exist." in result["msg"]
-    assert calls == [["is-enabled", "nosuch"], ["enable", "--quiet", "nosuch"]]
+def test_read_file_gives_stat_and_content_or_none(tmp_path):
+    (tmp_path / "a").write_bytes(b"abc")
+    st, content = munge_key.read_file(str(tmp_path / "a"))
+    assert content == b"abc" and st.st_size == 3
+    assert munge_key.read_file(str(tmp_path / "missing")) is None
+
+
+def test_id_name_falls_back_to_the_number():
+    assert munge_key.id_name(pwd.getpwuid, os.getuid()) == ME
+    assert munge_key.id_name(pwd.getpwuid, 2**31 - 7) == str(2**31 - 7)
+
+
+def test_runs_no_command(tmp_path, capsys, monkeypatch):
+    """Restarting munged is the role's handler's job: the module writes the key and nothing else."""
+
+    def refuse(module, *args, **kwargs):
+        raise AssertionError(f"munge_key ran a command: {args}")
+
+    monkeypatch.setattr(munge_key.AnsibleModule, "run_command", refuse)
+    result = run(capsys, content=KEY_B64, path=str(tmp_path / "munge.key"))
+    assert result["changed"] is True and result["key_written"] is True
+    assert "restarted" not in result
+
+
+def test_restart_is_no_option(tmp_path, capsys):
+    result = run(capsys, content=KEY_B64, path=str(tmp_path / "munge.key"), restart="munge")
+    assert result["failed"] is True and "restart" in result["msg"]
+    assert not (tmp_path / "munge.key").exists()

@@ -206,3 +206,21 @@ def test_update_failure_names_the_command_and_what_already_changed(slurm, capsys
     assert "Unable to contact slurm controller" in result["msg"] and "Already changed: slurmd1" in result["msg"]
     assert result["failed_command"][2] == "NodeName=slurmd2"
     assert len(result["commands"]) == 2
+
+
+def test_container_mode_runs_the_commands_with_docker_exec(monkeypatch, fixture_text, capsys):
+    """The environment travels into the container with -e; the command keeps its own path there."""
+    monkeypatch.setattr(_internal, "is_controller", False)
+    monkeypatch.setattr(AnsibleModule, "get_bin_path", lambda self, name, required=False, opt_dirs=None: "/usr/bin/" + name)
+    calls = []
+
+    def run_command(self, args, **kwargs):
+        calls.append((args, kwargs.get("environ_update")))
+        answer = json.loads(fixture_text("slurm", "show_node_idle.json"))
+        return answer["rc"], answer["stdout"], answer["stderr"]
+
+    monkeypatch.setattr(AnsibleModule, "run_command", run_command)
+    result = run(capsys, nodes=["slurmd1"], state="resume", container="ctl1")
+    assert result["changed"] is False
+    env = ["-e", "LANG=C", "-e", "LC_ALL=C", "-e", "SLURM_TIME_FORMAT=standard"]
+    assert calls == [(["/usr/bin/docker", "exec", *env, "ctl1", "scontrol", "show", "node", "-o"], {})]
