@@ -14,32 +14,8 @@ description:
 - 'C(sha256): the supplied key''s fingerprint; else the one key the hosts share; else, with O(rotate),
   the first host''s; else empty (generate a new key). C(source): the first host holding that key, or empty.
   C(write): the hosts whose key file is missing, differs, or is not munge:munge 0400.'
-options:
-  _input:
-    description: Host name to the C(stat) dict of its key file.
-    type: dict
-    required: true
-  key:
-    description: The supplied base64 key, or empty.
-    type: str
-    default: ''
-  rotate:
-    description: C(munge_rotate).
-    type: bool
-    default: false
-  group_hosts:
-    description: The hosts of the munge group.
-    type: list
-    elements: str
-    default: []
-  group:
-    description: The group's name.
-    type: str
-    default: munge
-  generated_key_bytes:
-    description: C(munge_generated_key_bytes).
-    type: int
-    default: 128
+extends_documentation_fragment:
+  - hpclab.cluster.munge_cluster
 """
 
 EXAMPLES = r"""

@@ -19,32 +19,8 @@ description:
   - A host that holds no key is never a problem, since nothing uses its key yet.
   - The companion filter P(hpclab.cluster.munge_cluster_key#filter) returns the cluster key's fingerprint,
     the host to read it from and the hosts to write it to, from the same input.
-options:
-  _input:
-    description: "Host name to the C(stat) dict of its key file (keys C(exists), C(checksum), C(pw_name), C(gr_name), C(mode))."
-    type: dict
-    required: true
-  key:
-    description: The supplied base64 key (C(munge_key)), or empty.
-    type: str
-    default: ""
-  rotate:
-    description: C(munge_rotate).
-    type: bool
-    default: false
-  group_hosts:
-    description: The hosts of the inventory group O(group).
-    type: list
-    elements: str
-    default: []
-  group:
-    description: The inventory group's name (C(munge_group)), for the messages.
-    type: str
-    default: munge
-  generated_key_bytes:
-    description: C(munge_generated_key_bytes).
-    type: int
-    default: 128
+extends_documentation_fragment:
+  - hpclab.cluster.munge_cluster
 """
 
 EXAMPLES = r"""

@@ -1,8 +1,8 @@
-"""Bad input on FRESH nodes, where playbooks/slurm_packages.yml installs the MUNGE and Slurm layers'
-packages in one apt transaction per node: the layers' checks must still fail before anything is
-installed. The scenario's own nodes are converged by now, so this module starts three more node
-containers (nothing installed), runs the layers as site.yml does (slurm_packages.yml, munge.yml,
-slurm.yml) with each bad input, and asserts that no node got a package."""
+"""Bad input on FRESH nodes: playbooks/preflight.yml runs the MUNGE and Slurm layers' checks for the
+whole inventory first, so they fail before anything is installed. The scenario's own nodes are
+converged by now, so this module starts three more node containers (nothing installed), runs the
+layers as site.yml does (preflight.yml, munge.yml, slurm.yml) with each bad input, and asserts that
+no node got a package."""
 
 from __future__ import annotations
 

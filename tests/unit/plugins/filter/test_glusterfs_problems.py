@@ -1,0 +1,183 @@
+"""The glusterfs role's preflight: volumes, mount, shared directories and brick devices, one rule at a time."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.hpclab.cluster.plugins.filter.glusterfs_problems import FilterModule
+
+PROBLEMS = FilterModule().filters()["glusterfs_problems"]
+HOSTS = ["n1", "n2", "n3"]
+SHARED = [{"path": "home", "owner": "root", "group": "root", "mode": "0755"},
+          {"path": "munge", "owner": "root", "group": "root", "mode": "0700"}]
+DEVICE = {"device": "/dev/sdb", "fstype": "xfs", "mount": "/bricks/gv0"}
+
+
+def volume(**overrides):
+    return {"name": "gv0", "replica": 3, "brick_dirs": ["/bricks/gv0/brick1"], "options": {}, **overrides}
+
+
+def check(volumes=None, **kwargs):
+    kwargs = {"host": "n1", "group_hosts": HOSTS, "play_hosts": HOSTS, "mount_volume": "gv0", "mount_path": "/gfsv",
+              "mount_options": "defaults,_netdev", "shared_dirs": SHARED, **kwargs}
+    return PROBLEMS([volume()] if volumes is None else volumes, **kwargs)
+
+
+def test_registered():
+    assert set(FilterModule().filters()) == {"glusterfs_problems"}
+
+
+@pytest.mark.parametrize(
+    "volumes,kwargs",
+    [
+        pytest.param(None, {}, id="role-defaults"),
+        pytest.param([volume(replica=3, arbiter=1)], {}, id="replica-3-arbiter-1"),
+        pytest.param([volume(replica=2, arbiter=1)], {}, id="replica-2-arbiter-1-is-stored-as-replica-3-arbiter-1"),
+        pytest.param([volume(replica=2, allow_split_brain_risk=True, brick_dirs=["/b"])], {"group_hosts": ["n1", "n2"],
+                                                                                           "play_hosts": ["n1", "n2"]},
+                     id="replica-2-risk-accepted"),
+        pytest.param([volume(replica=None, disperse=3, redundancy=1)], {}, id="disperse-3-redundancy-1"),
+        pytest.param([volume(replica=None, brick_dirs=["/b1"])], {}, id="plain-distribute"),
+        pytest.param([volume(options={"network.ping-timeout": 20, "performance.cache-size": "64MB", "write-behind": False})], {},
+                     id="options"),
+        pytest.param([volume(), volume(name="scratch", brick_dirs=["/bricks/scratch/b1"])], {}, id="two-volumes"),
+        pytest.param(None, {"mount_path": "/srv/shared", "mount_options": "defaults,_netdev,noatime"}, id="other-mount"),
+        pytest.param(None, {"shared_dirs": [{"path": "projects/a", "owner": "1000", "group": "hpc-users", "mode": "2770"}]},
+                     id="nested-shared-dir-setgid"),
+        pytest.param(None, {"shared_dirs": [{"path": "home"}]}, id="shared-dir-defaults"),
+        pytest.param(None, {"brick_devices": [DEVICE], "block_devices": ["/dev/sdb"], "device_filesystems": {"/dev/sdb": "xfs"}},
+                     id="device-with-filesystem"),
+        pytest.param(None, {"brick_devices": [DEVICE], "block_devices": ["/dev/sdb"], "device_filesystems": {"/dev/sdb": ""},
+                            "format_brick_devices": True}, id="empty-device-formatting-allowed"),
+        pytest.param(None, {"brick_devices": [{"device": "/dev/disk/by-id/usb-stick", "mount": "/bricks/gv0"}],
+                            "block_devices": ["/dev/disk/by-id/usb-stick"]}, id="device-by-id"),
+        pytest.param(None, {"peer_timeout": "30"}, id="peer-timeout-string"),
+    ],
+)
+def test_valid_input_has_no_problem(volumes, kwargs):
+    assert check(volumes, **kwargs) == []
+
+
+@pytest.mark.parametrize(
+    "volumes,kwargs,expected",
+    [
+        # rule 1: the host is in its group
+        pytest.param(None, {"host": "n9", "play_hosts": HOSTS + ["n9"]},
+                     ["n9: runs the glusterfs role but is not in the inventory group 'glusterfs' (variable glusterfs_group)"], id="host-not-in-group"),
+        # rule 2: at least one volume (the mounted one is missing then too)
+        pytest.param([], {"mount_volume": ""}, ["n1: glusterfs_volumes is empty"], id="no-volume"),
+        # rule 3: dicts
+        pytest.param(["gv0"], {"mount_volume": ""}, ["glusterfs_volumes[0] is not a dict"], id="volume-not-a-dict"),
+        # rule 4: unique names
+        pytest.param([volume(), volume(brick_dirs=["/bricks/gv0/brick2"])], {},
+                     ["glusterfs_volumes[gv0]: the name gv0 is given twice"], id="duplicate-volume-name"),
+        # rule 5: the layout filter's findings come through, with the host
+        pytest.param([volume(bricks=["n1:bricks/relative", "n2:/b", "n3:/b"])], {},
+                     ["n1: glusterfs_volumes[gv0]: brick path 'bricks/relative' on n1 is not absolute"],
+                     id="layout-relative-brick"),
+        pytest.param([volume(bricks=["n1:/b", "n2:/b", "ghost:/b"])], {}, ["brick host 'ghost' is not in this play"], id="layout-brick-host"),
+        pytest.param([volume(name="bad name!")], {"mount_volume": "bad name!"}, ["is not a valid GlusterFS volume name"], id="layout-volume-name"),
+        # rule 6: the volume type
+        pytest.param([volume(replica=1)], {}, ["glusterfs_volumes[gv0].replica 1: a replica count is at least 2"], id="replica-1"),
+        pytest.param([volume(disperse=3)], {}, ["sets both replica and disperse"], id="replica-and-disperse"),
+        pytest.param([volume(redundancy=1)], {}, ["glusterfs_volumes[gv0].redundancy needs disperse"], id="redundancy-without-disperse"),
+        pytest.param([volume(replica=None, disperse=2, brick_dirs=["/b1"])], {"group_hosts": ["n1", "n2"], "play_hosts": ["n1", "n2"]},
+                     ["glusterfs_volumes[gv0].disperse 2: a disperse set has at least 3 bricks"], id="disperse-2"),
+        pytest.param([volume(replica=None, disperse=3, redundancy=2)], {},
+                     ["glusterfs_volumes[gv0].redundancy 2 must be at least 1 and less than half of disperse 3"], id="redundancy-too-high"),
+        pytest.param([volume(replica=None, disperse=3, redundancy=0)], {}, ["redundancy 0 must be at least 1"], id="redundancy-0"),
+        # rule 7: replica 2 without an arbiter
+        pytest.param([volume(replica=2, brick_dirs=["/b"])], {"group_hosts": ["n1", "n2"], "play_hosts": ["n1", "n2"]},
+                     ["n1: glusterfs_volumes[gv0]: replica 2 without an arbiter is prone to split-brain",
+                      "gluster/glusterfs#796", "Fix: add a third host to the group and set replica: 3, arbiter: 1",
+                      "'replica 3 arbiter 1'", "gluster volume add-brick VOLUME replica 3 arbiter 1",
+                      "set allow_split_brain_risk: true on glusterfs_volumes[gv0]"], id="replica-2"),
+        pytest.param([volume(replica=2, arbiter=0, brick_dirs=["/b"])], {"group_hosts": ["n1", "n2"], "play_hosts": ["n1", "n2"]},
+                     ["replica 2 without an arbiter"], id="replica-2-arbiter-0"),
+        pytest.param([volume(replica=2, allow_split_brain_risk=False, bricks=["n1:/a", "n2:/a", "n1:/b", "n2:/b"])], {},
+                     ["replica 2 without an arbiter"], id="distributed-replica-2-risk-false"),
+        # rule 8: volume options
+        pytest.param([volume(options={"network ping": 1})], {}, ["glusterfs_volumes[gv0].options key 'network ping' is not a GlusterFS option name"],
+                     id="option-name"),
+        pytest.param([volume(options={"network.ping-timeout": None})], {}, ["options network.ping-timeout has the value None"], id="option-none"),
+        pytest.param([volume(options={"auth.allow": ["a", "b"]})], {}, ["options auth.allow has the value ['a', 'b']"], id="option-list"),
+        pytest.param([volume(options="x")], {}, ["glusterfs_volumes[gv0].options 'x' is not a dict"], id="options-not-a-dict"),
+        # rule 9: the mounted volume is managed
+        pytest.param(None, {"mount_volume": "gv1"}, ["glusterfs_mount_volume 'gv1' is not one of glusterfs_volumes (gv0)"], id="mount-volume"),
+        # rule 10: the mount path
+        pytest.param(None, {"mount_path": "gfsv"}, ["glusterfs_mount_path 'gfsv' is not an absolute path"], id="mount-path-relative"),
+        pytest.param(None, {"mount_path": "/"}, ["glusterfs_mount_path '/' is '/'"], id="mount-path-root"),
+        pytest.param(None, {"mount_path": "/gfsv/"}, ["glusterfs_mount_path '/gfsv/' is not canonical"], id="mount-path-trailing-slash"),
+        pytest.param(None, {"mount_path": "/my share"}, ["glusterfs_mount_path '/my share' has a blank"], id="mount-path-blank"),
+        # rule 11: bricks and the mount do not overlap
+        pytest.param([volume(brick_dirs=["/gfsv/brick"])], {}, ["glusterfs_volumes[gv0]: brick /gfsv/brick and glusterfs_mount_path /gfsv overlap"],
+                     id="brick-inside-mount"),
+        pytest.param(None, {"mount_path": "/bricks/gv0/brick1/mnt"}, ["brick /bricks/gv0/brick1 and glusterfs_mount_path /bricks/gv0/brick1/mnt overlap"],
+                     id="mount-inside-brick"),
+        pytest.param([volume(brick_dirs=["/"])], {}, ["glusterfs_volumes[gv0]: a brick is the root directory"], id="brick-root"),
+        # rule 12: mount options
+        pytest.param(None, {"mount_options": "defaults, _netdev"}, ["glusterfs_mount_options 'defaults, _netdev' is not a comma-separated list"],
+                     id="mount-options-blank"),
+        pytest.param(None, {"mount_options": "defaults,,_netdev"}, ["is not a comma-separated list"], id="mount-options-empty-item"),
+        pytest.param(None, {"mount_options": ""}, ["glusterfs_mount_options '' is not a comma-separated list"], id="mount-options-empty"),
+        pytest.param(None, {"mount_options": "defaults,backup-volfile-servers=n2:n3"}, ["sets the backup volfile servers, which the role adds"],
+                     id="mount-options-backup-servers"),
+        # rule 13: shared directory paths
+        pytest.param(None, {"shared_dirs": [{"path": "/home"}]}, ["glusterfs_shared_dirs[0] (/home): path '/home' is absolute"], id="shared-dir-absolute"),
+        pytest.param(None, {"shared_dirs": [{"path": "../etc"}]}, ["path '../etc' is not canonical"], id="shared-dir-dotdot"),
+        pytest.param(None, {"shared_dirs": [{"path": ""}]}, ["path '' is empty"], id="shared-dir-empty"),
+        pytest.param(None, {"shared_dirs": ["home"]}, ["glusterfs_shared_dirs[0] is not a dict"], id="shared-dir-not-a-dict"),
+        # rule 14: shared directory modes
+        pytest.param(None, {"shared_dirs": [{"path": "scratch", "mode": "1777"}]}, ["mode 1777 lets every user write there"], id="world-writable"),
+        pytest.param(None, {"shared_dirs": [{"path": "scratch", "mode": "0777"}]}, ["mode 0777 lets every user write there"], id="world-writable-0777"),
+        pytest.param(None, {"shared_dirs": [{"path": "home", "mode": 493}]}, ["mode 493 is not an octal string. Fix: quote it"], id="mode-int"),
+        pytest.param(None, {"shared_dirs": [{"path": "home", "mode": "u=rwx"}]}, ["mode 'u=rwx' is not an octal string"], id="mode-symbolic"),
+        pytest.param(None, {"shared_dirs": [{"path": "home", "mode": "0855"}]}, ["mode '0855' is not an octal string"], id="mode-not-octal"),
+        # rule 15: owners and groups
+        pytest.param(None, {"shared_dirs": [{"path": "home", "owner": "Bad User"}]}, ["owner 'Bad User' is not a user or group name or id"],
+                     id="owner-blank"),
+        pytest.param(None, {"shared_dirs": [{"path": "home", "group": None}]}, ["group None is not a user or group name or id"], id="group-none"),
+        # rule 16: brick device and mount paths
+        pytest.param(None, {"brick_devices": [{"device": "sdb", "mount": "/bricks/gv0"}], "block_devices": ["sdb"]},
+                     ["glusterfs_brick_devices[0] (sdb): device 'sdb' is not a block device path"], id="device-relative"),
+        pytest.param(None, {"brick_devices": [{"device": "/srv/disk.img", "mount": "/bricks/gv0"}], "block_devices": ["/srv/disk.img"]},
+                     ["device '/srv/disk.img' is not a block device path"], id="device-outside-dev"),
+        pytest.param(None, {"brick_devices": [DEVICE, dict(DEVICE, mount="/bricks/other")], "block_devices": ["/dev/sdb"]},
+                     ["glusterfs_brick_devices[1] (/dev/sdb): device /dev/sdb is listed twice"], id="device-twice"),
+        pytest.param(None, {"brick_devices": [dict(DEVICE, mount="bricks")], "block_devices": ["/dev/sdb"]},
+                     ["mount 'bricks' is not an absolute path"], id="device-mount-relative"),
+        pytest.param(None, {"brick_devices": [dict(DEVICE, mount="/")], "block_devices": ["/dev/sdb"]}, ["mount '/' is '/'"], id="device-mount-root"),
+        pytest.param(None, {"brick_devices": [DEVICE, dict(DEVICE, device="/dev/sdc")], "block_devices": ["/dev/sdb", "/dev/sdc"]},
+                     ["glusterfs_brick_devices[1] (/dev/sdc): mount point /bricks/gv0 is used twice"], id="device-mount-twice"),
+        # rule 17: a block device on this host
+        pytest.param(None, {"brick_devices": [DEVICE], "block_devices": []},
+                     ["glusterfs_brick_devices[0] (/dev/sdb): /dev/sdb is not a block device on this host"], id="device-missing"),
+        # rule 18: formatting only on request
+        pytest.param(None, {"brick_devices": [DEVICE], "block_devices": ["/dev/sdb"], "device_filesystems": {"/dev/sdb": ""}},
+                     ["n1: glusterfs_brick_devices[0] (/dev/sdb): /dev/sdb has no filesystem", "set glusterfs_format_brick_devices: true"],
+                     id="empty-device-not-formatted"),
+        # rule 19: peer timeout
+        pytest.param(None, {"peer_timeout": 0}, ["glusterfs_peer_timeout 0 is not a number of seconds of at least 1"], id="peer-timeout-0"),
+        pytest.param(None, {"peer_timeout": "soon"}, ["glusterfs_peer_timeout 'soon'"], id="peer-timeout-word"),
+    ],
+)
+def test_one_problem(volumes, kwargs, expected):
+    found = check(volumes, **kwargs)
+    assert len(found) == 1, found
+    for part in expected:
+        assert part in found[0], found
+    assert found[0].startswith(f"{kwargs.get('host', 'n1')}: ") and "Fix:" in found[0]
+
+
+def test_several_problems_are_all_reported():
+    found = check([volume(replica=2, brick_dirs=["/b"])], group_hosts=["n1", "n2"], play_hosts=["n1", "n2"], mount_path="gfsv",
+                  peer_timeout=0)
+    assert len(found) == 3, found
+    assert all(p.startswith("n1: ") and "Fix:" in p for p in found)
+
+
+def test_not_a_list():
+    with pytest.raises(AnsibleFilterError, match="must be the list glusterfs_volumes"):
+        PROBLEMS({"name": "gv0"}, host="n1")
