@@ -10,7 +10,7 @@ short_description: What is wrong with the nfs_ganesha role's input on one host, 
 version_added: 0.2.0
 description:
   - NFS-Ganesha has no configuration check mode, and it keeps running when it drops an export it
-    cannot load (a client that is not a network, a bad path): every client then gets NFS4ERR_NOENT.
+    cannot load (a client that is not a network, a bad path); every client then gets NFS4ERR_NOENT.
     So the role checks everything that ends up in C(ganesha.conf) first, with this filter. Types and
     choices are left to the role's argument spec.
   - Returns a list of problems, each naming the host, the variable and the fix; an empty list means the
@@ -111,7 +111,8 @@ _PATH_CHARS = re.compile(r"^[A-Za-z0-9._@+=,:~/-]+$")
 PROTOCOLS = (3, 4)
 # Ganesha's NFSV4 Grace_Period range is 0..270 (src/support/nfs_read_conf.c); below the lease time
 # (Lease_Lifetime, 60 s by default) clients may not reclaim their state in time, and Ganesha warns.
-GRACE_MIN, GRACE_MAX = 60, 270
+GRACE_MIN = 60
+GRACE_MAX = 270
 
 
 def _path_problem(value, allow_root=False):

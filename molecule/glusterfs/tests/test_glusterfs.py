@@ -1,5 +1,6 @@
 """The glusterfs role on three real glusterd nodes: a replica-3 volume, mounted everywhere, grown,
-surviving a node whose glusterd is down, and refusing bad layouts before any change."""
+surviving a node whose glusterd is down, and refusing bad input (a replica 2 volume without an arbiter
+among it) before any change."""
 
 from __future__ import annotations
 
@@ -81,45 +82,67 @@ def test_check_mode_changes_nothing():
     assert run.total_changed == 0, run
 
 
-BAD_LAYOUTS = [
+GV0 = {"name": "gv0", "replica": 3, "brick_dirs": [BRICK1]}
+
+# Each message names the host and the variable; the filter glusterfs_problems adds the fix.
+BAD_INPUT = [
     pytest.param(
         {"glusterfs_volumes": [{"name": "gv0", "replica": 3, "bricks": [f"{h}:/bricks/odd" for h in testinfra_hosts] + [f"{FIRST}:/bricks/odd2"]}]},
-        "is not a multiple of the replica count 3",
+        [f"{FIRST}: glusterfs_volumes[gv0]: 4 bricks is not a multiple of the replica count 3"],
         id="brick-count-not-multiple-of-replica",
     ),
     pytest.param(
         {"glusterfs_volumes": [{"name": "gv0", "replica": 3, "bricks": [f"{FIRST}:/bricks/a", f"{FIRST}:/bricks/b", f"{SECOND}:/bricks/a"]}]},
-        f"has two bricks on {FIRST}",
+        [f"{FIRST}: glusterfs_volumes[gv0]: replica set 1", f"has two bricks on {FIRST}"],
         id="two-bricks-of-a-set-on-one-host",
     ),
     pytest.param(
         {"glusterfs_volumes": [{"name": "gv0", "replica": 3, "brick_dirs": ["bricks/relative"]}]},
-        "is not absolute",
+        [f"{FIRST}: glusterfs_volumes[gv0]: brick path 'bricks/relative' on {FIRST} is not absolute"],
         id="brick-path-not-absolute",
     ),
     pytest.param(
         {"glusterfs_volumes": [{"name": "gv0", "replica": 3, "bricks": [f"{FIRST}:/bricks/x", f"{SECOND}:/bricks/x", "ghost9:/bricks/x"]}]},
-        "brick host 'ghost9' is not in this play",
+        [f"{FIRST}: glusterfs_volumes[gv0]: brick host 'ghost9' is not in this play"],
         id="brick-host-not-in-play",
     ),
     pytest.param(
         {"glusterfs_volumes": [{"name": "bad name!", "replica": 3, "brick_dirs": [BRICK1]}], "glusterfs_mount_volume": "bad name!"},
-        "is not a valid GlusterFS volume name",
+        [f"{FIRST}: glusterfs_volumes[bad name!].name 'bad name!' is not a valid GlusterFS volume name"],
         id="invalid-volume-name",
+    ),
+    pytest.param(
+        {"glusterfs_volumes": [GV0, {"name": "gv2", "replica": 2, "bricks": [f"{FIRST}:/bricks/gv2/brick1", f"{SECOND}:/bricks/gv2/brick1"]}]},
+        [f"{FIRST}: glusterfs_volumes[gv2]: replica 2 without an arbiter is prone to split-brain",
+         "set replica: 3, arbiter: 1", "'replica 3 arbiter 1'", "allow_split_brain_risk: true on glusterfs_volumes[gv2]"],
+        id="replica-2-without-arbiter",
+    ),
+    pytest.param(
+        {"glusterfs_volumes": [GV0], "glusterfs_shared_dirs": [{"path": "scratch", "owner": "root", "group": "root", "mode": "1777"}]},
+        [f"{FIRST}: glusterfs_shared_dirs[0] (scratch): mode 1777 lets every user write there"],
+        id="world-writable-shared-dir",
+    ),
+    pytest.param(
+        {"glusterfs_volumes": [{"name": "gv0", "replica": 3, "brick_dirs": [BRICK1, f"{MOUNT}/brick2"]}]},
+        [f"{FIRST}: glusterfs_volumes[gv0]: brick {MOUNT}/brick2 and glusterfs_mount_path {MOUNT} overlap"],
+        id="brick-inside-the-mounted-volume",
     ),
 ]
 
 
-@pytest.mark.parametrize("extra_vars,message", BAD_LAYOUTS)
-def test_bad_layout_fails_before_any_change(extra_vars, message):
+@pytest.mark.parametrize("extra_vars,messages", BAD_INPUT)
+def test_bad_input_fails_before_any_change(extra_vars, messages):
     before = volume()
+    volumes_before = get_host(FIRST).check_output("gluster --mode=script volume list")
     run = run_playbook(extra_vars=extra_vars)
     assert run.rc != 0, run
-    assert message in run.output and "glusterfs_volumes" in run.output and "Fix:" in run.output, run
+    assert all(m in run.output for m in messages) and "Fix:" in run.output, run
     assert run.total_changed == 0, run
     assert "install | Install GlusterFS" not in run.output, run  # failed in preflight, before install
     after = volume()
     assert [b.text for b in after.iter("name")] == [b.text for b in before.iter("name")]
+    assert (after.findtext("statusStr"), after.findtext("replicaCount")) == (before.findtext("statusStr"), before.findtext("replicaCount"))
+    assert get_host(FIRST).check_output("gluster --mode=script volume list") == volumes_before  # no gv2
 
 
 def test_grow_to_distributed_replicate_2x3_keeps_data():
