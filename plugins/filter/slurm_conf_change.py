@@ -40,7 +40,7 @@ options:
 EXAMPLES = r"""
 - name: What the new slurm.conf needs
   ansible.builtin.set_fact:
-    slurm_common_conf_change: "{{ new_text | hpclab.cluster.slurm_conf_change(old_text) }}"
+    slurm_conf_needs: "{{ new_text | hpclab.cluster.slurm_conf_change(old_text, gres_changed=gres_conf_changed) }}"
 
 # "ClusterName=c\nNodeName=n[1-2] CPUs=2\n" | hpclab.cluster.slurm_conf_change("")
 # => "new"
