@@ -124,8 +124,8 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.hpclab.cluster.plugins.filter.gluster_volume_layout import gluster_volume_layout
+from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import PATH_CHARS, not_canonical, to_int
 
-_PATH_CHARS = re.compile(r"^[A-Za-z0-9._@+=,:~/-]+$")
 _OPTION_NAME = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
 # Debian's adduser rule (NAME_REGEX), or a numeric id.
 _OWNER = re.compile(r"^([a-z_][a-z0-9_-]*\$?|[0-9]+)$")
@@ -138,12 +138,12 @@ def _path_problem(value, relative=False):
         return "is empty"
     if relative == value.startswith("/"):
         return "is absolute" if relative else "is not an absolute path"
-    if not _PATH_CHARS.match(value):
+    if not PATH_CHARS.match(value):
         return "has a blank, a quote or another character that does not belong in a path here"
     if value == "/":
         return "is '/'"
     parts = value.split("/")[0 if relative else 1:]
-    if any(p in ("", ".", "..") for p in parts):
+    if not_canonical(parts):
         return "is not canonical (a trailing or doubled '/', or a '.' or '..' part)"
     return None
 
@@ -152,21 +152,10 @@ def _inside(path, parent):
     return path == parent or path.startswith(parent.rstrip("/") + "/")
 
 
-def _int(value, default=None):
-    if value is None:
-        return default
-    if isinstance(value, bool):
-        return None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
-
-
 def _type_problems(where, volume):
     """Rules 6 and 7: the volume type, as GlusterFS (and the gluster_volume module) accept it."""
-    replica, arbiter = _int(volume.get("replica")), _int(volume.get("arbiter"), 0)
-    disperse, redundancy = _int(volume.get("disperse")), _int(volume.get("redundancy"))
+    replica, arbiter = to_int(volume.get("replica")), to_int(volume.get("arbiter"), 0)
+    disperse, redundancy = to_int(volume.get("disperse")), to_int(volume.get("redundancy"))
     problems = []
     if replica is not None and replica < 2:
         problems.append(f"{where}.replica {replica}: a replica count is at least 2. Fix: set replica: 3, or leave replica out for a plain distribute volume.")
@@ -315,7 +304,7 @@ def glusterfs_problems(volumes, host, group_hosts=None, play_hosts=None, group="
                 f"that {device} is the empty disk meant for bricks, then set glusterfs_format_brick_devices: true."
             )
 
-    timeout = _int(peer_timeout)
+    timeout = to_int(peer_timeout)
     if timeout is None or timeout < 1:
         problem(f"glusterfs_peer_timeout {peer_timeout!r} is not a number of seconds of at least 1. Fix: keep the default 120.")
     return problems

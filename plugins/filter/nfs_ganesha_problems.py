@@ -105,9 +105,9 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.hpclab.cluster.plugins.module_utils._gluster import GlusterError, validate_volume_name
+from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import PATH_CHARS, not_canonical, to_int
 
-# Paths are written into ganesha.conf (RecoveryRoot unquoted): no blanks, quotes, ';', braces or '#'.
-_PATH_CHARS = re.compile(r"^[A-Za-z0-9._@+=,:~/-]+$")
+# Paths are written into ganesha.conf (RecoveryRoot unquoted): PATH_CHARS, no blanks, quotes, ';', braces or '#'.
 PROTOCOLS = (3, 4)
 # Ganesha's NFSV4 Grace_Period range is 0..270 (src/support/nfs_read_conf.c); below the lease time
 # (Lease_Lifetime, 60 s by default) clients may not reclaim their state in time, and Ganesha warns.
@@ -119,12 +119,12 @@ def _path_problem(value, allow_root=False):
     """Why VALUE is not a canonical absolute path, or None."""
     if not isinstance(value, str) or not value.startswith("/"):
         return "is not an absolute path"
-    if not _PATH_CHARS.match(value):
+    if not PATH_CHARS.match(value):
         return "has a character ganesha.conf cannot hold (blank, quote, ';', '{', '}' or '#')"
     if value == "/":
         return None if allow_root else "is '/'"
     parts = value[1:].split("/")
-    if any(p in ("", ".", "..") for p in parts):
+    if not_canonical(parts):
         return "is not canonical (a trailing or doubled '/', or a '.' or '..' part)"
     return None
 
@@ -156,15 +156,6 @@ def _network_problem(value):
     return None, loose
 
 
-def _int(value):
-    if isinstance(value, bool):
-        return None
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
-
-
 def nfs_ganesha_problems(exports, host, group_hosts=None, group="nfs_ganesha", client_networks=None, protocols=(3, 4),
                          grace_period=90, recovery_root="/var/lib/nfs/ganesha", volume_wait_timeout=120,
                          start_timeout=60, volume_options=None):
@@ -192,7 +183,7 @@ def nfs_ganesha_problems(exports, host, group_hosts=None, group="nfs_ganesha", c
             problem(f"nfs_ganesha_client_networks entry {value!r} {reason}")
     served = set()
     for raw in protocols or []:
-        number = _int(raw)
+        number = to_int(raw)
         if number in PROTOCOLS:
             served.add(number)
     if not protocols:
@@ -206,7 +197,7 @@ def nfs_ganesha_problems(exports, host, group_hosts=None, group="nfs_ganesha", c
             continue
         pseudo = export.get("pseudo")
         where = f"{where} (pseudo {pseudo})"
-        export_id = _int(export.get("export_id"))
+        export_id = to_int(export.get("export_id"))
         if export_id is None or not 1 <= export_id <= 65535:
             problem(f"{where}: export_id {export.get('export_id')!r} is not an integer 1..65535. Fix: number the exports 1, 2, ...")
         elif export_id in ids:
@@ -252,14 +243,14 @@ def nfs_ganesha_problems(exports, host, group_hosts=None, group="nfs_ganesha", c
 
         own = export.get("protocols")
         if own is not None:
-            numbers = [_int(p) for p in own or []]
+            numbers = [to_int(p) for p in own or []]
             if not numbers or any(n not in served for n in numbers):
                 problem(
                     f"{where}: protocols {list(own or [])} must be NFS versions that nfs_ganesha_protocols "
                     f"({list(protocols or [])}) serves. Fix: list some of those, or leave protocols out to serve them all."
                 )
 
-    grace = _int(grace_period)
+    grace = to_int(grace_period)
     if grace is None or not GRACE_MIN <= grace <= GRACE_MAX:
         problem(
             f"nfs_ganesha_grace_period {grace_period!r} is outside {GRACE_MIN}..{GRACE_MAX} seconds (at least the NFSv4 "
@@ -269,7 +260,7 @@ def nfs_ganesha_problems(exports, host, group_hosts=None, group="nfs_ganesha", c
     if reason:
         problem(f"nfs_ganesha_recovery_root {recovery_root!r} {reason}. Fix: keep the default /var/lib/nfs/ganesha.")
     for variable, value in (("nfs_ganesha_volume_wait_timeout", volume_wait_timeout), ("nfs_ganesha_start_timeout", start_timeout)):
-        seconds = _int(value)
+        seconds = to_int(value)
         if seconds is None or seconds < 1:
             problem(f"{variable} {value!r} is not a number of seconds of at least 1. Fix: keep its default.")
     if volume_options is not None and not isinstance(volume_options, Mapping):
