@@ -22,7 +22,8 @@ description:
     must not squash root (the driver's controller creates and removes volume directories as root).
   - With O(labels), each value must be a DNS-1123 label (namespaces, names of namespaced objects).
   - Never raises on bad input; the result says what is wrong, keyed by where, so the caller can name
-    its own variables.
+    its own variables. The k3s_nfs_csi role does so with P(hpclab.cluster.k3s_nfs_csi_problems#filter), which
+    runs this check among its rules.
 options:
   _input:
     description: The StorageClass as a dict (apiVersion, kind, metadata, provisioner, parameters, ...).

@@ -12,15 +12,29 @@ description:
   - Takes every host's MUNGE key as M(ansible.builtin.stat) saw it (with C(checksum_algorithm=sha256))
     and the munge role's settings, and returns a list of problems, each naming the hosts, the
     variable and the fix. An empty list means the role may go on.
-  - "Problems: a host of the play outside O(group); a supplied O(key) that munged would not accept
-    (not base64, under 32 or over 1024 bytes); O(generated_key_bytes) outside 32..1024 when no key is
-    supplied; hosts holding a key that differs from the cluster key (the supplied one, or the one the
-    hosts share) without O(rotate); hosts holding different keys with neither O(key) nor O(rotate)."
+  - "Rules: (1) every host of the play is in O(group); (2) a supplied O(key) is one munged accepts
+    (base64 of 32 to 1024 bytes); (3) without O(key), O(generated_key_bytes) is 32..1024; (4) no host
+    holds a key that differs from the cluster key (the supplied one, or the one the hosts share), and
+    the hosts do not hold different keys with neither O(key) nor O(rotate), unless O(rotate);
+    (5) O(packages), when given, is a list of Debian package names that holds C(munge), the package
+    of munged and of the munge user."
+  - munged has no configuration file and no option to check one (its options are command-line only,
+    MUNGE 0.5.15 C(src/munged/conf.c)); the key is what it reads, and rules 2 to 4 check it.
   - A host that holds no key is never a problem, since nothing uses its key yet.
+  - Rules 1 to 4 are decided by C(plan_cluster) in C(plugins/module_utils/_munge.py), shared with
+    P(hpclab.cluster.munge_cluster_key#filter); rule 5 here.
   - The companion filter P(hpclab.cluster.munge_cluster_key#filter) returns the cluster key's fingerprint,
     the host to read it from and the hosts to write it to, from the same input.
 extends_documentation_fragment:
   - hpclab.cluster.munge_cluster
+options:
+  packages:
+    description: C(munge_packages) of the host that evaluates the filter; null (the default) skips rule 5.
+    type: list
+    elements: str
+  host:
+    description: The inventory name of the host that evaluates the filter, for the message of rule 5.
+    type: str
 """
 
 EXAMPLES = r"""
@@ -48,14 +62,34 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.hpclab.cluster.plugins.module_utils._munge import plan_cluster
+from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import package_problems
+
+# Debian's munge package ships munged, the munge user and the unit the role starts.
+DAEMON_PACKAGES = ("munge",)
 
 
-def munge_cluster_problems(keys, key="", rotate=False, group_hosts=(), group="munge", generated_key_bytes=128):
+def _packages(packages, host):
+    """Rule 5."""
+    if packages is None:
+        return []
+    reasons = package_problems(packages, DAEMON_PACKAGES)
+    if not reasons:
+        return []
+    where = f"{host}: " if host else ""
+    return [
+        f"{where}munge_packages {'; '.join(reasons)}. Fix: list Debian package names (apt-cache policy NAME), "
+        "keeping munge, e.g. munge_packages: [munge]."
+    ]
+
+
+def munge_cluster_problems(keys, key="", rotate=False, group_hosts=(), group="munge", generated_key_bytes=128,
+                           packages=None, host=None):
     """Filter entry point: see DOCUMENTATION."""
     try:
-        return plan_cluster(keys, key, rotate, group_hosts, group, generated_key_bytes)["problems"]
+        problems = plan_cluster(keys, key, rotate, group_hosts, group, generated_key_bytes)["problems"]
     except TypeError as exc:
         raise AnsibleFilterError(f"munge_cluster_problems: {exc}") from None
+    return problems + _packages(packages, host)
 
 
 class FilterModule:

@@ -12,10 +12,18 @@ description:
   - The slurm_worker role's checks of its own host. The controller's role checks the whole cluster
     first; these keep a worker-only run (C(--limit)) from writing a wrong file. Returns a list of
     problems, each naming the host, the variable and the fix.
-  - "Checks: the mode is V(container) or V(native); the controller group holds exactly one host; when
-    O(controller_result) is passed (the role's main entry point, after the controller's play), that the
-    controller published its settings and lists this host among its workers; the host holds the MUNGE
-    key, or gets it later in the run (O(munge_hosts))."
+  - "Rules: (1) the mode is V(container) or V(native); (2) the controller group holds exactly one host
+    and, when O(check_controller) (the role's main entry point, after the controller's play), the
+    controller published its settings; (3) it lists this host among its workers; (4) the host holds the
+    MUNGE key, or gets it later in the run (O(munge_hosts))."
+  - "Rules added for issue 18, each applied only when its argument is given: (5) O(gpus) is
+    C({count, type, files}) with as many files as GPUs, a one-word type and canonical device files under
+    C(/dev), none twice; (6) O(users) are well formed (POSIX names of at most 32 characters, numeric
+    IDs, no name or UID twice, not root's, nobody's or the slurm user's IDs, group names);
+    (7) O(shared_home) is a canonical absolute path a bind mount can hold; (8) in container mode, the
+    O(container) settings: the host directories canonical and apart, the slurm UID, the base image, the
+    network, the apt proxy and the addresses; (9) O(packages) are Debian package names and
+    C(slurm_worker_packages) holds slurmd; (10) O(timeouts) are at least 1 second."
 options:
   _input:
     description: The worker's inventory name.
@@ -50,6 +58,29 @@ options:
     type: list
     elements: str
     default: []
+  gpus:
+    description: C(slurm_worker_gpus); null skips rule 5.
+    type: raw
+  users:
+    description: C(slurm_worker_users); null skips rule 6.
+    type: list
+    elements: dict
+  shared_home:
+    description: C(slurm_worker_shared_home); null skips rule 7.
+    type: str
+  container:
+    description:
+      - "Container mode settings by variable name, for rule 8: C(slurm_worker_container_conf_dir),
+        C(slurm_worker_container_spool_dir), C(slurm_worker_container_slurm_uid),
+        C(slurm_worker_container_base_image), C(slurm_worker_container_network),
+        C(slurm_worker_container_apt_proxy), C(slurm_worker_container_addresses)."
+    type: dict
+  packages:
+    description: Package lists by variable name (C(slurm_worker_packages), C(slurm_worker_mpi_packages)), for rule 9.
+    type: dict
+  timeouts:
+    description: Role variables that are seconds to wait, by name (C(slurm_worker_register_timeout)), for rule 10.
+    type: dict
 """
 
 EXAMPLES = r"""
@@ -66,11 +97,106 @@ _value:
 
 from collections.abc import Mapping
 
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import (
+    container_problems,
+    gpus_shape_ok,
+    gpus_value_problems,
+    mount_path_problem,
+    package_problems,
+    timeouts_problems,
+    user_value_problems,
+    users_well_formed,
+)
+
 MODES = ("container", "native")
+# Debian's slurm user (fixed by the slurm-wlm packages) and the images' default.
+SLURM_UID = 64030
+DAEMON_PACKAGES = {"slurm_worker_packages": ("slurmd",)}
+CONTAINER_FIXES = {
+    "_dir": "give each its own directory (the defaults: /etc/hpclab/slurm and /var/lib/hpclab/slurm/slurmd)",
+    "_slurm_uid": f"keep {SLURM_UID}, Debian's slurm UID, the same on every node",
+    "_base_image": "name a local Debian bookworm image, e.g. debian:bookworm-slim",
+    "_network": "keep the docker_macvlan role's network (playbooks/slurm.yml passes it)",
+    "_apt_proxy": "set auto (the host's own apt proxy), \"\" for none, or a URL such as http://10.0.0.1:3142",
+    "_addresses": "let playbooks/slurm.yml pass the docker_macvlan role's docker_macvlan_addresses",
+}
+
+
+def _gpus(host, gpus):
+    """Rule 5."""
+    if gpus is None:
+        return []
+    reasons = ["is not {count: N, type: WORD, files: [N device files]}"] if not gpus_shape_ok(gpus) else gpus_value_problems(gpus)
+    if not reasons:
+        return []
+    return [
+        f"{host}: slurm_worker_gpus {'; '.join(reasons)}. Fix: e.g. slurm_worker_gpus: {{count: 2, type: a100, files: "
+        "[/dev/nvidia0, /dev/nvidia1]} (files default to /dev/nvidia0..N-1)."
+    ]
+
+
+def _users(host, users, slurm_uid):
+    """Rule 6."""
+    if users is None:
+        return []
+    users = list(users)
+    reasons = (["is not a list of {name, uid, gid, groups} with lower-case POSIX names, numeric uid and gid, no name "
+                "or uid twice"] if not users_well_formed(users) else user_value_problems(users, [slurm_uid]))
+    if not reasons:
+        return []
+    return [
+        f"{host}: slurm_worker_users (default hpclab_cluster_users) {'; '.join(reasons)}. Fix: use the controller's "
+        "list (hpclab_cluster_users), e.g. [{name: alice, uid: 2001, gid: 2001}], with IDs no system account uses."
+    ]
+
+
+def _shared_home(host, shared_home):
+    """Rule 7."""
+    reason = mount_path_problem(shared_home) if shared_home is not None else None
+    if not reason:
+        return []
+    return [
+        f"{host}: slurm_worker_shared_home {shared_home!r} {reason}. Fix: point it at the home directory on the shared "
+        "volume, the controller's slurm_master_shared_home, e.g. /gfsv/home."
+    ]
+
+
+def _container(host, mode, container):
+    """Rule 8."""
+    if mode != "container" or container is None:
+        return []
+    unknown = [v for v in container if not v.startswith("slurm_worker_container_")]
+    if unknown:
+        raise AnsibleFilterError(f"slurm_worker_problems: unknown container settings {unknown!r}")
+    problems = []
+    for variable, reason in container_problems(dict(container)):
+        suffix = next((s for s in CONTAINER_FIXES if variable.endswith(s)), "_dir")
+        problems.append(f"{host}: {variable} {reason}. Fix: {CONTAINER_FIXES[suffix]}.")
+    return problems
+
+
+def _packages(host, packages):
+    """Rule 9."""
+    problems = []
+    for variable, names in (packages or {}).items():
+        required = DAEMON_PACKAGES.get(variable, ())
+        reasons = package_problems(names, required)
+        if reasons:
+            keep = f", keeping {', '.join(required)}" if required else ""
+            problems.append(f"{host}: {variable} {'; '.join(reasons)}. Fix: list Debian package names{keep}.")
+    return problems
+
+
+def _timeouts(host, timeouts):
+    """Rule 10."""
+    return timeouts_problems(host, timeouts, "keep the default")
 
 
 def slurm_worker_problems(host, mode, controllers, master_group="slurm_master", check_controller=True,
-                          controller_result=None, munge_key=True, munge_hosts=None):
+                          controller_result=None, munge_key=True, munge_hosts=None, gpus=None, users=None,
+                          shared_home=None, container=None, packages=None, timeouts=None):
     """Filter entry point: see DOCUMENTATION."""
     problems = []
     if mode not in MODES:
@@ -96,6 +222,13 @@ def slurm_worker_problems(host, mode, controllers, master_group="slurm_master", 
             f"/etc/munge/munge.key is missing on {host}; slurmd authenticates with the cluster's MUNGE key. Fix: add "
             f"{host} to the munge inventory group (variable munge_group) and run the munge role first (playbooks/munge.yml)."
         )
+    slurm_uid = (container or {}).get("slurm_worker_container_slurm_uid", SLURM_UID) if mode == "container" else SLURM_UID
+    problems += _gpus(host, gpus)
+    problems += _users(host, users, slurm_uid)
+    problems += _shared_home(host, shared_home)
+    problems += _container(host, mode, container)
+    problems += _packages(host, packages)
+    problems += _timeouts(host, timeouts)
     return problems
 
 

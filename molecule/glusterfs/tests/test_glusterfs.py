@@ -134,6 +134,8 @@ BAD_INPUT = [
 def test_bad_input_fails_before_any_change(extra_vars, messages):
     before = volume()
     volumes_before = get_host(FIRST).check_output("gluster --mode=script volume list")
+    token = str(uuid.uuid4())
+    get_host(FIRST).check_output(f"echo {token} > {MOUNT}/bad-input-token.txt")
     run = run_playbook(extra_vars=extra_vars)
     assert run.rc != 0, run
     assert all(m in run.output for m in messages) and "Fix:" in run.output, run
@@ -143,6 +145,9 @@ def test_bad_input_fails_before_any_change(extra_vars, messages):
     assert [b.text for b in after.iter("name")] == [b.text for b in before.iter("name")]
     assert (after.findtext("statusStr"), after.findtext("replicaCount")) == (before.findtext("statusStr"), before.findtext("replicaCount"))
     assert get_host(FIRST).check_output("gluster --mode=script volume list") == volumes_before  # no gv2
+    # The volume still serves as before: the file written before the run reads back on every node's mount.
+    for h in testinfra_hosts:
+        assert get_host(h).check_output(f"cat {MOUNT}/bad-input-token.txt") == token, h
 
 
 def test_grow_to_distributed_replicate_2x3_keeps_data():

@@ -96,21 +96,39 @@ def test_check_mode_changes_nothing():
     assert run.total_changed == 0, run
 
 
-@pytest.mark.parametrize(
-    "extra_vars,message",
-    [
-        pytest.param({"k3s_nfs_csi_share": "/nope"}, "/nope", id="share-not-exported"),
-        pytest.param({"k3s_nfs_csi_extra_parameters": {"fsType": "nfs"}}, "fsType", id="unknown-parameter"),
-        pytest.param({"k3s_nfs_csi_storage_class_name": "NFS_CSI"}, "NFS_CSI", id="invalid-name"),
-    ],
-)
-def test_bad_input_fails_before_any_change(k3s, extra_vars, message):
-    before = k3s.file(f"{MANIFESTS}/storageclass-nfs-csi.yaml").sha256sum
+# Each message names the host and the variable; the filter k3s_nfs_csi_problems adds the fix.
+BAD_INPUT = [
+    pytest.param({"k3s_nfs_csi_share": "/nope"}, f"{K3S}: k3s_nfs_csi_share: '/nope' is not the Pseudo path of any NFS-Ganesha export",
+                 id="share-not-exported"),
+    pytest.param({"k3s_nfs_csi_extra_parameters": {"fsType": "nfs"}}, f"{K3S}: k3s_nfs_csi_extra_parameters[fsType]: unknown parameter",
+                 id="unknown-parameter"),
+    pytest.param({"k3s_nfs_csi_storage_class_name": "NFS_CSI"}, f"{K3S}: k3s_nfs_csi_storage_class_name: 'NFS_CSI' is not a DNS-1123",
+                 id="invalid-name"),
+    pytest.param({"k3s_nfs_csi_server": "nfs://csi-gluster1"},
+                 f"{K3S}: k3s_nfs_csi_server 'nfs://csi-gluster1' is neither an IP address nor a host name", id="server-url"),
+    pytest.param({"k3s_nfs_csi_mount_options": ["nfsvers=5"]}, f"{K3S}: k3s_nfs_csi_mount_options entry 'nfsvers=5' is not an NFS version",
+                 id="nfs-version"),
+    pytest.param({"k3s_nfs_csi_kubelet_dir": "/var/lib/kubelet/"}, f"{K3S}: k3s_nfs_csi_kubelet_dir '/var/lib/kubelet/' is not canonical",
+                 id="kubelet-dir"),
+    pytest.param({"k3s_nfs_csi_chart_values": {"driver": {"name": "nfs2.csi.k8s.io"}}},
+                 f"{K3S}: k3s_nfs_csi_chart_values.driver.name 'nfs2.csi.k8s.io' renames the driver", id="driver-renamed"),
+    pytest.param({"k3s_nfs_csi_chart_version": "v4.13.4"}, f"{K3S}: k3s_nfs_csi_chart_version 'v4.13.4' is not a pinned chart version",
+                 id="chart-version"),
+]
+
+
+@pytest.mark.parametrize("extra_vars,message", BAD_INPUT)
+def test_bad_input_fails_before_any_change_and_the_share_still_answers(k3s, nfs, extra_vars, message):
+    manifests = ("csi-driver-nfs.yaml", "storageclass-nfs-csi.yaml")
+    before = {name: k3s.file(f"{MANIFESTS}/{name}").sha256sum for name in manifests}
     run = run_playbook("../../playbooks/k3s.yml", extra_vars=extra_vars)
     assert run.rc != 0, run
-    assert message in run.output and "k3s_nfs_csi" in run.output, run
+    assert message in run.output and "Fix:" in run.output, run
+    assert "preflight |" in run.output and "storageclass | " not in run.output, run
     assert run.total_changed == 0, run
-    assert k3s.file(f"{MANIFESTS}/storageclass-nfs-csi.yaml").sha256sum == before
+    assert {name: k3s.file(f"{MANIFESTS}/{name}").sha256sum for name in manifests} == before
+    # What the StorageClass points at still answers: its share, read over NFSv4.
+    assert json.loads(nfs(4, "stat", "/"))["is_dir"]
 
 
 # The provisioning contract: what csi-driver-nfs does for a PVC, done with a real NFS client.

@@ -70,6 +70,26 @@ def test_check_mode_changes_nothing():
     assert run.total_changed == 0, run
 
 
+def assert_credentials_still_decode():
+    """After a refused run munged still answers as before: a credential of the first node decodes on every node."""
+    credential = get_host(FIRST).check_output("munge -n")
+    for h in testinfra_hosts:
+        result = get_host(h).run("echo %s | unmunge", credential)
+        assert result.rc == 0 and "STATUS:          Success (0)" in result.stdout, (h, result.stderr)
+
+
+def test_packages_without_munge_fail_before_any_change():
+    before = {h: key_sha256(get_host(h)) for h in testinfra_hosts}
+    run = run_playbook(extra_vars={"munge_packages": ["libmunge2"]})
+    assert run.rc != 0, run
+    for host in testinfra_hosts:
+        assert f"{host}: munge_packages lacks munge" in run.output, (host, run)
+    assert "Fix:" in run.output, run
+    assert run.total_changed == 0, run
+    assert {h: key_sha256(get_host(h)) for h in testinfra_hosts} == before
+    assert_credentials_still_decode()
+
+
 def test_invalid_base64_key_fails_before_any_change():
     before = {h: key_sha256(get_host(h)) for h in testinfra_hosts}
     run = run_playbook(extra_vars={"munge_key": "not*base64"})
@@ -77,6 +97,7 @@ def test_invalid_base64_key_fails_before_any_change():
     assert "munge_key is not valid base64" in run.output, run
     assert run.total_changed == 0, run
     assert {h: key_sha256(get_host(h)) for h in testinfra_hosts} == before
+    assert_credentials_still_decode()
 
 
 def test_short_key_fails_before_any_change():
@@ -94,6 +115,7 @@ def test_other_supplied_key_is_refused_without_rotate():
     assert all(h in run.output for h in testinfra_hosts), run
     assert run.total_changed == 0, run
     assert {h: key_sha256(get_host(h)) for h in testinfra_hosts} == before
+    assert_credentials_still_decode()
 
 
 @pytest.fixture

@@ -234,6 +234,8 @@ def assert_failed_before_any_change(run, before_conf, before_ids, *words):
     assert "preflight |" in run.output and "configure | " not in run.output, run
     assert conf_checksums() == before_conf
     assert container_ids() == before_ids
+    # The cluster still answers as before: sinfo in the controller's container, both workers idle.
+    assert wait_for_idle_workers() == "idle"
 
 
 BAD_INPUTS = [
@@ -266,6 +268,11 @@ BAD_INPUTS = [
         {"slurm_master_partitions": {"batch": [WORKERS[0]]}},
         ["slurm_master_partitions", f"worker '{WORKERS[1]}' is in no partition"],
         id="worker-in-no-partition",
+    ),
+    pytest.param(
+        {"slurm_master_config": {"MaxTime": "1:00:00"}},
+        ["slurm_master_config", "'MaxTime'"],
+        id="partition-key-in-slurm-conf",
     ),
 ]
 

@@ -169,6 +169,8 @@ def assert_failed_before_any_change(run, before_conf, before_ids, *words):
     assert "preflight |" in run.output and "configure | " not in run.output, run
     assert conf_checksums() == before_conf
     assert daemon_ids() == before_ids
+    # The cluster still answers as before: sinfo on the controller, both workers idle.
+    assert wait_for_idle_workers() == "idle,slurmd[1-2]"
 
 
 BAD_INPUTS = [
@@ -181,6 +183,11 @@ BAD_INPUTS = [
         {"slurm_master_partitions": {"batch": ["slurm_worker"], "extra": ["ghost9"]}},
         ["slurm_master_partitions", "'ghost9' is not a host of the worker group"],
         id="partition-names-unknown-host",
+    ),
+    pytest.param(
+        {"slurm_master_config": {"SlurmdTimout": 300}},
+        ["slurm_master_config has keys that are not slurm.conf keys of Slurm 22.05", "'SlurmdTimout'", "SlurmdTimeout"],
+        id="misspelt-slurm-conf-key",
     ),
     pytest.param(
         {"slurm_worker_mode": "container", "slurm_master_mode": "native"},

@@ -256,46 +256,77 @@ def test_smoke_deployment_mounts_the_smoke_pvc(role, variation):
 
 
 # --- preflight ------------------------------------------------------------------------------------
+# The role's call of k3s_nfs_csi_problems (vars/main.yml) with its own variables; the rules themselves are
+# tested in tests/unit/plugins/filter/test_k3s_nfs_csi_problems.py.
+
+ON_A_K3S_SERVER = {"__k3s_nfs_csi_manifests_stat": {"stat": {"isdir": True}}}
+
+
+def problems(role, extra=None, **kwargs):
+    return role.evaluate("__k3s_nfs_csi_problems", extra={**ON_A_K3S_SERVER, **(extra or {})}, **kwargs)
 
 
 def test_preflight_accepts_the_defaults_and_every_option(role):
-    assert role.evaluate("__k3s_nfs_csi_problems") == {}
-    assert role.evaluate("__k3s_nfs_csi_problems", extra=VARIATIONS["every StorageClass option"]) == {}
+    assert problems(role) == []
+    assert problems(role, extra=VARIATIONS["every StorageClass option"]) == []
+
+
+def test_preflight_refuses_a_host_without_the_manifests_directory(role):
+    found = role.evaluate("__k3s_nfs_csi_problems", extra={"__k3s_nfs_csi_manifests_stat": {"stat": {"exists": False}}})
+    assert len(found) == 1 and "k3s1: the host has no directory /var/lib/rancher/k3s/server/manifests" in found[0], found
 
 
 @pytest.mark.parametrize(
-    ("extra", "where"),
+    ("extra", "variable"),
     [
-        ({"k3s_nfs_csi_extra_parameters": {"readOnly": "true"}}, "parameters.readOnly"),
-        ({"k3s_nfs_csi_extra_parameters": {"Share": "/gv0"}}, "parameters.Share"),
-        ({"k3s_nfs_csi_extra_parameters": {"onDelete": "purge"}}, "parameters.onDelete"),
-        ({"k3s_nfs_csi_mount_permissions": "0o755"}, "parameters.mountPermissions"),
-        ({"k3s_nfs_csi_mount_permissions": 493}, "parameters.mountPermissions"),
-        ({"k3s_nfs_csi_sub_dir": "${pvc.name}"}, "parameters.subDir"),
-        ({"k3s_nfs_csi_storage_class_name": "NFS_csi"}, "metadata.name"),
-        ({"k3s_nfs_csi_share": "/gv1"}, "parameters.share"),
-        ({"k3s_nfs_csi_share": "gv0"}, "parameters.share"),
-        ({"k3s_nfs_csi_server": ""}, "parameters.server"),
+        ({"k3s_nfs_csi_extra_parameters": {"readOnly": "true"}}, "k3s_nfs_csi_extra_parameters[readOnly]"),
+        ({"k3s_nfs_csi_extra_parameters": {"Share": "/gv0"}}, "k3s_nfs_csi_extra_parameters[Share]"),
+        ({"k3s_nfs_csi_extra_parameters": {"onDelete": "purge"}}, "k3s_nfs_csi_extra_parameters[onDelete]"),
+        ({"k3s_nfs_csi_mount_permissions": "0o755"}, "k3s_nfs_csi_mount_permissions"),
+        ({"k3s_nfs_csi_mount_permissions": 493}, "k3s_nfs_csi_mount_permissions"),
+        ({"k3s_nfs_csi_sub_dir": "${pvc.name}"}, "k3s_nfs_csi_sub_dir"),
+        ({"k3s_nfs_csi_storage_class_name": "NFS_csi"}, "k3s_nfs_csi_storage_class_name"),
+        ({"k3s_nfs_csi_share": "/gv1"}, "k3s_nfs_csi_share"),
+        ({"k3s_nfs_csi_share": "gv0"}, "k3s_nfs_csi_share"),
+        ({"k3s_nfs_csi_server": ""}, "k3s_nfs_csi_server"),
+        ({"k3s_nfs_csi_server": "nfs://pi1"}, "k3s_nfs_csi_server"),
         ({"k3s_nfs_csi_namespace": "kube.system"}, "k3s_nfs_csi_namespace"),
         ({"k3s_nfs_csi_release_name": "csi-driver-nfs-" + "x" * 50}, "k3s_nfs_csi_release_name"),
         ({"k3s_nfs_csi_smoke_name": "Smoke"}, "k3s_nfs_csi_smoke_name"),
         ({"k3s_nfs_csi_smoke_namespace": "-default"}, "k3s_nfs_csi_smoke_namespace"),
+        ({"k3s_nfs_csi_chart_version": "v4.13.4"}, "k3s_nfs_csi_chart_version"),
+        ({"k3s_nfs_csi_chart_version": 4.13}, "k3s_nfs_csi_chart_version"),
+        ({"k3s_nfs_csi_chart_file": "/nonexistent/csi-driver-nfs-4.13.4.tgz"}, "k3s_nfs_csi_chart_file"),
+        ({"k3s_nfs_csi_image_base_repo": "https://registry.lab"}, "k3s_nfs_csi_image_base_repo"),
+        ({"k3s_nfs_csi_kubelet_dir": "/var/lib/kubelet/"}, "k3s_nfs_csi_kubelet_dir"),
+        ({"k3s_nfs_csi_controller_replicas": 0}, "k3s_nfs_csi_controller_replicas"),
+        ({"k3s_nfs_csi_driver_mount_permissions": 755}, "k3s_nfs_csi_driver_mount_permissions"),
+        ({"k3s_nfs_csi_chart_values": {"kubeletDir": "var/lib/kubelet"}}, "k3s_nfs_csi_chart_values.kubeletDir"),
+        ({"k3s_nfs_csi_mount_options": ["nfsvers=5"]}, "k3s_nfs_csi_mount_options"),
+        ({"k3s_nfs_csi_smoke_image": "busybox:"}, "k3s_nfs_csi_smoke_image"),
+        ({"k3s_nfs_csi_smoke_delay": 0}, "k3s_nfs_csi_smoke_delay"),
+        ({"k3s_nfs_csi_apply_timeout": 0}, "k3s_nfs_csi_apply_timeout"),
+        ({"k3s_nfs_csi_kubeconfig": "k3s.yaml"}, "k3s_nfs_csi_kubeconfig"),
     ],
 )
-def test_preflight_names_what_is_wrong(role, extra, where):
-    problems = role.evaluate("__k3s_nfs_csi_problems", extra=extra)
-    assert list(problems) == [where]
-    # The preflight message maps StorageClass fields to the variable to fix.
-    variables = role.evaluate("__k3s_nfs_csi_field_variables")
-    if where.startswith("parameters.") and where not in variables:
-        assert where[len("parameters."):] in role.evaluate("k3s_nfs_csi_extra_parameters", extra=extra)
+def test_preflight_names_the_host_the_variable_and_the_fix(role, extra, variable):
+    found = problems(role, extra=extra)
+    assert len(found) == 1, found
+    assert found[0].startswith("k3s1: ") and variable in found[0] and ". Fix: " in found[0], found
 
 
 def test_preflight_refuses_a_root_squashed_export(role):
     hosts = {"pi1": {"nfs_ganesha_exports": [{"export_id": 1, "volume": "gv0", "pseudo": "/gv0"}]}}
-    problems = role.evaluate("__k3s_nfs_csi_problems", nfs_hosts=hosts)
-    assert list(problems) == ["parameters.share"]
-    assert "squashes root" in problems["parameters.share"]
+    found = problems(role, nfs_hosts=hosts)
+    assert len(found) == 1 and "k3s_nfs_csi_share" in found[0] and "squashes root" in found[0], found
+
+
+def test_preflight_refuses_an_nfs_version_the_export_does_not_serve(role):
+    hosts = {"pi1": {"nfs_ganesha_exports": [{"export_id": 1, "volume": "gv0", "pseudo": "/gv0", "squash": "no_root_squash",
+                                              "protocols": [3]}]}}
+    found = problems(role, nfs_hosts=hosts)
+    assert len(found) == 1 and "asks for NFS version 4.1, which the NFS-Ganesha export /gv0 does not serve" in found[0], found
+    assert problems(role, nfs_hosts=hosts, extra={"k3s_nfs_csi_mount_options": ["nfsvers=3"]}) == []
 
 
 def test_preflight_finds_the_share_on_any_nfs_host(role):
@@ -303,20 +334,22 @@ def test_preflight_finds_the_share_on_any_nfs_host(role):
         "pi1": {"nfs_ganesha_exports": [{"export_id": 1, "volume": "gv0", "pseudo": "/gv0", "squash": "no_root_squash"}]},
         "pi2": {"nfs_ganesha_exports": [{"export_id": 2, "volume": "gv1", "pseudo": "/gv1", "squash": "no_root_squash"}]},
     }
-    assert role.evaluate("__k3s_nfs_csi_problems", nfs_hosts=hosts, extra={"k3s_nfs_csi_share": "/gv1"}) == {}
+    assert problems(role, nfs_hosts=hosts, extra={"k3s_nfs_csi_share": "/gv1"}) == []
 
 
 def test_preflight_without_exports_in_the_inventory(role):
     """The nfs_ganesha role's default exports are not visible to other hosts: the share is empty."""
-    problems = role.evaluate("__k3s_nfs_csi_problems", nfs_hosts={"pi1": {"ansible_host": "192.168.1.101"}})
-    assert list(problems) == ["parameters.share"]
+    found = problems(role, nfs_hosts={"pi1": {"ansible_host": "192.168.1.101"}})
+    assert len(found) == 1 and "k3s_nfs_csi_share: is required and empty" in found[0], found
+    assert "group_vars/nfs_ganesha.yml" in found[0]
 
 
 def test_preflight_without_an_nfs_ganesha_group_checks_no_export(role):
     extra = {"k3s_nfs_csi_server": "nfs.example.org", "k3s_nfs_csi_share": "/exports/k8s"}
     assert role.evaluate("__k3s_nfs_csi_exports", nfs_hosts={}) is None
-    assert role.evaluate("__k3s_nfs_csi_problems", nfs_hosts={}, extra=extra) == {}
-    assert list(role.evaluate("__k3s_nfs_csi_problems", nfs_hosts={})) == ["parameters.server", "parameters.share"]
+    assert problems(role, nfs_hosts={}, extra=extra) == []
+    found = problems(role, nfs_hosts={})
+    assert [p.split(":", 2)[1].strip() for p in found] == ["k3s_nfs_csi_server", "k3s_nfs_csi_share"], found
 
 
 # --- role interface -------------------------------------------------------------------------------

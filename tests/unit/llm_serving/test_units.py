@@ -215,11 +215,69 @@ def test_pip_environment_online(role):
     assert role.evaluate("__llm_serving_pip_env") == {"PIP_DISABLE_PIP_VERSION_CHECK": "1"}
 
 
-def test_ports_and_owners(role):
-    assert role.evaluate("__llm_serving_declared_ports", host_vars=HOST_VARS) == [8000, 8001, 8002, 8003, 8004, 7860, 7861]
-    owners = role.evaluate("__llm_serving_port_owners", host_vars=HOST_VARS)
-    assert owners["8002"] == "model decilm-7b"
-    assert owners["7861"] == "FastChat side-by-side UI (llm_serving_fastchat_multi_port)"
+def preflight_problems(role, host_vars, **registered):
+    """The problems preflight.yml's one assertion reports, its filter call evaluated with the role's variables."""
+    import yaml
+
+    from ansible.template import trust_as_template
+
+    tasks = yaml.safe_load((Path(role.defaults_path).parent.parent / "tasks" / "preflight.yml").read_text())
+    check = next(task for task in tasks if "ansible.builtin.assert" in task)
+    registered = {"__llm_serving_local_paths": {"results": []}, "__llm_serving_nvidia_smi": {"skipped": True}, **registered}
+    return role.templar(host_vars=host_vars, extra=registered).template(
+        trust_as_template(check["vars"]["__llm_serving_problems"]))
+
+
+def test_preflight_passes_the_reference_design(role):
+    assert preflight_problems(role, HOST_VARS) == []
+
+
+def test_preflight_passes_the_lab(role):
+    import yaml
+
+    lab = yaml.safe_load((Path(role.defaults_path).parents[3] / "inventory" / "lab" / "group_vars" / "llm.yml").read_text())
+    assert preflight_problems(role, lab) == []
+
+
+def test_preflight_reads_the_gpus_nvidia_smi_found(role):
+    host_vars = dict(HOST_VARS, llm_serving_gpus=[])
+    assert "gpu1: has no GPU (nvidia-smi: [Errno 2] No such file" in preflight_problems(
+        role, host_vars, __llm_serving_nvidia_smi={"rc": 2, "msg": "[Errno 2] No such file or directory: b'nvidia-smi'"})[0]
+    assert preflight_problems(role, host_vars, __llm_serving_detected_gpus=[{"index": 0, "memory_total_mib": 81559}]) == []
+
+
+def test_preflight_reads_what_is_on_the_host(role):
+    host_vars = {"llm_serving_engine": "llama_cpp", "llm_serving_models": [{"name": "t", "port": 8101, "gguf_path": "/srv/t.gguf"}]}
+    stat = {"results": [{"item": "/srv/t.gguf", "stat": {"exists": False}}]}
+    assert "gguf_path /srv/t.gguf is missing on the host" in preflight_problems(role, host_vars, __llm_serving_local_paths=stat)[0]
+    stat["results"][0]["stat"] = {"exists": True, "isreg": True}
+    assert preflight_problems(role, host_vars, __llm_serving_local_paths=stat) == []
+
+
+def test_preflight_passes_the_reserved_ports(role):
+    models = reference_models()
+    models[2]["port"] = 6818
+    assert "gpu1: llm_serving_models[2] (decilm-7b): port 6818 is slurmd (slurm_worker)'s" in preflight_problems(
+        role, dict(HOST_VARS, llm_serving_models=models))[0]
+
+
+def test_preflight_sees_two_directories_in_one(role):
+    found = preflight_problems(role, dict(HOST_VARS, llm_serving_model_dir="/opt/llm"))
+    assert len(found) == 1 and "llm_serving_model_dir and llm_serving_home are both /opt/llm" in found[0], found
+
+
+def test_ipv6_client_address_in_urls(role):
+    host_vars = dict(HOST_VARS, llm_serving_bind_address="::1", llm_serving_client_address="::1")
+    units = role.render_units(host_vars)
+    assert unit_lines(units["llama-3-8b"], "ExecStartPost") == ["/opt/llm/bin/llm-wait-ready http://[::1]:8000/health 900"]
+    endpoints = json.loads(role.render_text("api_endpoints.json.j2", host_vars=host_vars))
+    assert endpoints["gemma-7b"]["api_base"] == "http://[::1]:8001/v1"
+
+
+@pytest.mark.parametrize("bind,expected", [("0.0.0.0", "127.0.0.1"), ("::", "[::1]"), ("10.0.0.5", "10.0.0.5"),
+                                           ("fd00::5", "[fd00::5]")])
+def test_web_ui_check_address(role, bind, expected):
+    assert role.evaluate("__llm_serving_fastchat_check_address", host_vars={"llm_serving_fastchat_bind_address": bind}) == expected
 
 
 def test_defaults_match_argument_specs(role):

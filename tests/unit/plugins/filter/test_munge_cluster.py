@@ -297,3 +297,46 @@ def test_an_invalid_supplied_key_has_no_fingerprint():
 
 def test_the_key_filter_returns_only_the_plan():
     assert set(cluster_key({"c1": stat(KEY_A), "x9": stat()}, generated_key_bytes=8)) == {"sha256", "source", "write"}
+
+
+# --- munge_cluster_problems rule 5 (issue 18): munge_packages -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "packages",
+    [
+        pytest.param(["munge"], id="default"),
+        pytest.param(["munge", "libmunge2"], id="with-the-library"),
+        pytest.param(["munge=0.5.15-2+deb12u1"], id="pinned-version"),
+        pytest.param(["munge:arm64"], id="architecture"),
+        pytest.param(None, id="not-given"),
+    ],
+)
+def test_packages_no_problem(packages):
+    assert problems({h: stat(KEY_A) for h in HOSTS}, packages=packages, host="n1") == []
+
+
+@pytest.mark.parametrize(
+    "packages,expected",
+    [
+        pytest.param([], ["n1: munge_packages lacks munge, the package of the daemon the role runs"], id="empty"),
+        pytest.param(["libmunge2"], ["lacks munge"], id="without-munge"),
+        pytest.param(["munge", "Munge Tools"], ["entry 'Munge Tools' is not a Debian package name"], id="blank-and-capital"),
+        pytest.param(["munge", "munge;reboot"], ["entry 'munge;reboot'"], id="semicolon"),
+        pytest.param("munge", ["munge_packages is not a list of package names ('munge')"], id="a-string"),
+        pytest.param(["munge", 7], ["entry 7 is not a Debian package name"], id="a-number"),
+    ],
+)
+def test_packages_one_problem(packages, expected):
+    found = problems({h: stat(KEY_A) for h in HOSTS}, packages=packages, host="n1")
+    assert len(found) == 1, found
+    for part in expected:
+        assert part in found[0], found
+    assert found[0].startswith("n1: munge_packages") and "Fix:" in found[0]
+
+
+def test_packages_problem_comes_after_the_key_problems_and_names_no_host_without_one():
+    found = problems({h: stat(KEY_A) for h in HOSTS}, key="not*base64", packages=[])
+    assert len(found) == 2, found
+    assert found[0].startswith("munge_key is not valid base64")
+    assert found[1].startswith("munge_packages lacks munge")

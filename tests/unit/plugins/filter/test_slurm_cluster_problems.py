@@ -345,3 +345,422 @@ def test_several_problems_at_once_are_all_reported():
 def test_bad_input_is_a_filter_error(nodes, partitions, reason):
     with pytest.raises(AnsibleFilterError, match=f"slurm_cluster_problems: {reason}"):
         PROBLEMS(nodes, controller="c1", workers=["n1"], partitions=partitions)
+
+
+# --- Rules 10 to 32 (issue 18): every input that reaches slurm.conf, slurmdbd.conf, the images or the containers ---
+
+try:  # What a filter gets for "{{ omit }}" from ansible-core 2.19 on.
+    from ansible._internal._templating._utils import Omit as OMIT
+except ImportError:  # older ansible-core: the placeholder string
+    OMIT = "__omit_place_holder__0123abcd"
+
+CONTAINER = {
+    "slurm_master_container_conf_dir": "/etc/hpclab/slurm",
+    "slurm_master_container_state_dir": "/var/lib/hpclab/slurm/slurmctld",
+    "slurm_master_accounting_container_conf_dir": "/etc/hpclab/slurmdbd",
+    "slurm_master_accounting_container_db_dir": "/var/lib/hpclab/slurm/mysql",
+    "slurm_master_container_slurm_uid": 64030,
+    "slurm_master_container_base_image": "hpclab-node:bookworm",
+    "slurm_master_container_network": "hpclab",
+    "slurm_master_container_apt_proxy": "auto",
+    "slurm_master_container_addresses": {"c1": "172.31.240.193", "c1-slurmdbd": "172.31.240.194", "c1-mariadb": "172.31.240.195"},
+}
+PACKAGES = {
+    "slurm_master_packages": ["slurmctld", "slurm-client"],
+    "slurm_master_mpi_packages": ["openmpi-bin", "python3-mpi4py", "python3-numpy"],
+    "slurm_master_accounting_packages": ["mariadb-server", "slurmdbd", "slurm-wlm-mysql-plugin"],
+}
+# What the role's preflight passes: every rule applies. Password file and shared home as the defaults.
+FULL = {
+    "accounting": {**ACCOUNTING, "db_password_file": "/var/lib/hpclab/slurm/slurmdbd-db.password"},
+    "shared_home": "/gfsv/home",
+    "cluster_name": "hpclab",
+    "max_time": "UNLIMITED",
+    "memory_fraction": 0.95,
+    "config": {},
+    "dbd_config": {},
+    "timeouts": {"slurm_master_start_timeout": 60, "slurm_master_accounting_start_timeout": 90},
+    "container": CONTAINER,
+    "packages": PACKAGES,
+}
+
+
+def full(nodes=None, **kwargs):
+    """The baseline cluster with every issue-18 argument given, kwargs replacing some."""
+    return check(nodes, **{**copy.deepcopy(FULL), **kwargs})
+
+
+def with_container(**settings):
+    return {**CONTAINER, **settings}
+
+
+@pytest.mark.parametrize("mode", ["container", "native"])
+def test_the_role_defaults_have_no_problem(mode):
+    assert full(mode=mode) == []
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        pytest.param({"cluster_name": "a"}, id="cluster-name-one-char"),
+        pytest.param({"cluster_name": "c" * 40}, id="cluster-name-40"),
+        pytest.param({"cluster_name": "lab_2-b"}, id="cluster-name-signs"),
+        pytest.param({"cluster_name": "0lab"}, id="cluster-name-digit-first"),
+        pytest.param({"max_time": 60}, id="max-time-minutes-int"),
+        pytest.param({"max_time": "7-00:00:00"}, id="max-time-days"),
+        pytest.param({"max_time": "infinite"}, id="max-time-infinite"),
+        pytest.param({"max_time": "1:00"}, id="max-time-mm-ss"),
+        pytest.param({"max_time": "24855-00:00:00"}, id="max-time-largest-days"),
+        pytest.param({"memory_fraction": 1}, id="fraction-one"),
+        pytest.param({"memory_fraction": "0.9"}, id="fraction-text"),
+        pytest.param({"memory_fraction": 0.01}, id="fraction-small"),
+        pytest.param({"partitions": {"batch": ["n1", "n2"], "gpu.a100_x-1": ["n2"]}}, id="partition-name-signs"),
+        pytest.param({"config": {"SlurmdTimeout": 0, "ProctrackType": "proctrack/cgroup", "ReturnToService": "2"}},
+                     id="config-ordinary-keys"),
+        pytest.param({"config": {"DisableRootJobs": True, "UsePAM": "no", "TrackWCKey": 0}}, id="config-booleans"),
+        pytest.param({"config": {"MaxJobCount": "UNLIMITED", "DefMemPerCPU": 18446744073709551615}}, id="config-numbers"),
+        pytest.param({"config": {"SlurmctldPort": "6817-6820", "SrunPortRange": "60001-63000"}}, id="config-port-ranges"),
+        pytest.param({"config": {"StateSaveLocation": "/var/lib/slurm/state", "SlurmctldLogFile": "/var/log/slurm/ctld.log",
+                                 "PluginDir": "/usr/lib/slurm:/opt/slurm/lib"}}, id="config-paths"),
+        pytest.param({"config": {"SlurmdSpoolDir": "/srv/slurmd"}, "mode": "native"}, id="spool-elsewhere-in-native-mode"),
+        pytest.param({"config": {"MessageTimeout": 30, "TCPTimeout": 2}}, id="config-timeouts"),
+        pytest.param({"config": {"ProctrackType": None, "TaskPlugin": "__omit_place_holder__0123abcd"}}, id="config-removed-keys"),
+        pytest.param({"config": {"ProctrackType": OMIT}, "dbd_config": {"DbdPort": OMIT}}, id="config-omit-2-19"),
+        pytest.param({"config": {"AccountingStoragePort": 6819}, "dbd_config": {"DbdPort": "6819", "StoragePort": 3306}},
+                     id="accounting-ports-spelled-out"),
+        pytest.param({"dbd_config": {"ArchiveJobs": "yes", "PurgeJobAfter": "12month", "ArchiveDir": "/var/lib/slurm/archive"}},
+                     id="dbd-config-ordinary-keys"),
+        pytest.param({"dbd_config": {"StoragePort": 3307}, "mode": "native"}, id="storage-port-native-uses-the-socket"),
+        pytest.param({"accounting": None, "dbd_config": {"Bogus": 1}}, id="dbd-config-unused-without-accounting"),
+        pytest.param({"accounting": None, "config": {"SlurmctldPort": 6819}, "mode": "native"},
+                     id="dbd-port-free-without-accounting"),
+        pytest.param({"config": {"SlurmdPort": 6817}}, id="container-mode-ports-on-separate-addresses"),
+        pytest.param({"container": with_container(slurm_master_container_apt_proxy="")}, id="apt-proxy-none"),
+        pytest.param({"container": with_container(slurm_master_container_apt_proxy="http://10.0.0.1:3142")}, id="apt-proxy-url"),
+        pytest.param({"container": with_container(slurm_master_container_apt_proxy="https://u:p@proxy.lab/apt/")},
+                     id="apt-proxy-credentials"),
+        pytest.param({"container": with_container(slurm_master_container_base_image="registry.lab:5000/hpc/node:bookworm")},
+                     id="base-image-registry"),
+        pytest.param({"container": with_container(slurm_master_container_addresses={})}, id="addresses-not-allotted-yet"),
+        pytest.param({"container": with_container(slurm_master_accounting_container_db_dir="/etc/hpclab/slurm/db"),
+                      "accounting": None}, id="accounting-dirs-unused-without-accounting"),
+        pytest.param({"container": with_container(slurm_master_container_state_dir="/etc/hpclab/slurm"), "mode": "native"},
+                     id="container-dirs-unused-in-native-mode"),
+        pytest.param({"container": None}, id="container-not-given"),
+        pytest.param({"packages": {**PACKAGES, "slurm_master_mpi_packages": []}}, id="no-mpi-packages"),
+        pytest.param({"packages": {**PACKAGES, "slurm_master_packages": ["slurmctld=22.05.8-4+deb12u3", "slurm-client:amd64"]}},
+                     id="package-version-and-arch"),
+        pytest.param({"packages": {**PACKAGES, "slurm_master_accounting_packages": []}}, id="accounting-packages-unused-in-container"),
+        pytest.param({"timeouts": {"slurm_master_start_timeout": "1"}}, id="timeout-one-as-text"),
+        pytest.param({"users": [{"name": "u" * 32, "uid": 4294967294, "gid": 1, "groups": ["video", "render"]}]},
+                     id="user-edges"),
+        pytest.param({"users": [{"name": "alice", "uid": 64030, "gid": 64030}],
+                      "container": with_container(slurm_master_container_slurm_uid=990)}, id="debian-slurm-uid-free-in-images"),
+        pytest.param({"workers": ["n1", "n2", "c1"], "partitions": {"batch": ["n1", "n2", "c1"]}, "mode": "native",
+                      "config": {}}, id="native-controller-also-a-worker"),
+    ],
+)
+def test_issue18_no_problem(kwargs):
+    nodes = None
+    if "c1" in kwargs.get("workers", []):
+        nodes = copy.deepcopy(NODES)
+    assert full(nodes, **kwargs) == []
+
+
+def long_name(length):
+    return "n" * length
+
+
+@pytest.mark.parametrize(
+    "nodes,kwargs,expected",
+    [
+        # rule 10: node name lengths
+        pytest.param(renamed("n1", long_name(64)), {"workers": [long_name(64), "n2"], "partitions": {"batch": [long_name(64), "n2"]}},
+                     [f"{long_name(64)} (64 characters, at most 63)", "inventory_hostname"], id="10-worker-name-too-long"),
+        pytest.param(renamed("c1", "c" * 55), {"controller": "c" * 55, "container": None},
+                     ["(55 characters, at most 54)", "-slurmdbd"], id="10-controller-name-too-long-for-its-slurmdbd"),
+        # rule 11: partition names
+        pytest.param(None, {"partitions": {"batch": ["n1", "n2"], "my batch": ["n1"]}},
+                     ["c1: slurm_master_partitions has partition names Slurm cannot take: 'my batch'"], id="11-blank"),
+        pytest.param(None, {"partitions": {"batch": ["n1", "n2"], "a,b": ["n1"]}}, ["'a,b'"], id="11-comma"),
+        pytest.param(None, {"partitions": {"batch": ["n1", "n2"], "default": ["n1"]}}, ["'default'", "DEFAULT"], id="11-default"),
+        pytest.param(None, {"partitions": {"batch": ["n1", "n2"], "-x": ["n1"]}}, ["'-x'"], id="11-dash-first"),
+        pytest.param(None, {"partitions": {"batch": ["n1", "n2"], "gpu*": ["n2"]}}, ["'gpu*'"], id="11-star"),
+        # rule 12: cluster name
+        pytest.param(None, {"cluster_name": "HPCLab"}, ["c1: slurm_master_cluster_name", "'HPCLab'", "'hpclab'"], id="12-upper-case"),
+        pytest.param(None, {"cluster_name": "c" * 41}, ["has 41 characters", "allows 40"], id="12-too-long"),
+        pytest.param(None, {"cluster_name": "my lab"}, ["'my lab'", "SQL table names"], id="12-blank"),
+        pytest.param(None, {"cluster_name": "lab\"x"}, ["SQL table names"], id="12-quote"),
+        pytest.param(None, {"cluster_name": ""}, ["'' is not a name"], id="12-empty"),
+        pytest.param(None, {"cluster_name": "_lab"}, ["'_lab'"], id="12-underscore-first"),
+        # rule 13: max time
+        pytest.param(None, {"max_time": "0"}, ["c1: slurm_master_max_time '0' is zero"], id="13-zero"),
+        pytest.param(None, {"max_time": "0-00:00:00"}, ["is zero"], id="13-zero-days"),
+        pytest.param(None, {"max_time": "1 day"}, ["slurm_master_max_time '1 day'", "not a Slurm time"], id="13-words"),
+        pytest.param(None, {"max_time": -5}, ["slurm_master_max_time -5", "negative"], id="13-negative"),
+        pytest.param(None, {"max_time": True}, ["slurm_master_max_time True"], id="13-bool"),
+        pytest.param(None, {"max_time": "24856-00:00:00"}, ["more than Slurm can count"], id="13-overflow"),
+        # rule 14: memory fraction
+        pytest.param(None, {"memory_fraction": 0}, ["c1: slurm_master_memory_fraction 0 is not a number above 0"], id="14-zero"),
+        pytest.param(None, {"memory_fraction": 1.01}, ["slurm_master_memory_fraction 1.01"], id="14-above-one"),
+        pytest.param(None, {"memory_fraction": "most"}, ["slurm_master_memory_fraction 'most'"], id="14-word"),
+        pytest.param(None, {"memory_fraction": True}, ["slurm_master_memory_fraction True"], id="14-bool"),
+        # rule 15: GPU values
+        pytest.param(nodes_with("n2", gpus={"count": 1, "type": "a 100"}), {},
+                     ["slurm_worker_gpus cannot reach slurm.conf", "n2: type 'a 100'"], id="15-type-blank"),
+        pytest.param(nodes_with("n2", gpus={"count": 1, "type": "a100:80g"}), {}, ["n2: type 'a100:80g'"], id="15-type-colon"),
+        pytest.param(nodes_with("n2", gpus={"count": 1, "files": ["nvidia0"]}), {}, ["n2: file 'nvidia0' is not an absolute path"],
+                     id="15-file-relative"),
+        pytest.param(nodes_with("n2", gpus={"count": 1, "files": ["/tmp/gpu"]}), {}, ["n2: file '/tmp/gpu' is not under /dev"],
+                     id="15-file-outside-dev"),
+        pytest.param(nodes_with("n2", gpus={"count": 1, "files": ["/dev/nvidia0:rw"]}), {}, ["n2: file '/dev/nvidia0:rw'"],
+                     id="15-file-colon"),
+        pytest.param(nodes_with("n2", gpus={"count": 2, "files": ["/dev/nvidia0", "/dev/nvidia0"]}), {}, ["listed twice"],
+                     id="15-file-twice"),
+        # rule 16: user values
+        pytest.param(None, {"users": [{"name": "alice", "uid": 0, "gid": 2001}]}, ["c1: slurm_master_users", "alice's uid 0"],
+                     id="16-root-uid"),
+        pytest.param(None, {"users": [{"name": "alice", "uid": 2001, "gid": 0}]}, ["alice's gid 0"], id="16-root-gid"),
+        pytest.param(None, {"users": [{"name": "alice", "uid": 65534, "gid": 2001}]}, ["alice's uid 65534"], id="16-nobody"),
+        pytest.param(None, {"users": [{"name": "alice", "uid": 4294967295, "gid": 2001}]}, ["out of range"], id="16-minus-one"),
+        pytest.param(None, {"users": [{"name": "alice", "uid": 64030, "gid": 2001}]}, ["alice's uid 64030 is the slurm user's"],
+                     id="16-slurm-uid"),
+        pytest.param(None, {"users": [{"name": "alice", "uid": 2001, "gid": 990}], "container": with_container(slurm_master_container_slurm_uid=990)},
+                     ["alice's gid 990 is the slurm user's"], id="16-image-slurm-gid"),
+        pytest.param(None, {"users": [{"name": "u" * 33, "uid": 2001, "gid": 2001}]}, ["longer than 32 characters"], id="16-long-name"),
+        pytest.param(None, {"users": [{"name": "alice", "uid": 2001, "gid": 2001, "groups": ["Video"]}]},
+                     ["alice's group 'Video' is not a group name"], id="16-group-upper-case"),
+        pytest.param(None, {"users": [{"name": "alice", "uid": 2001, "gid": 2001, "groups": "video"}]},
+                     ["alice's groups 'video' is not a list"], id="16-groups-a-string"),
+        # rule 17: shared home path
+        pytest.param(None, {"shared_home": "gfsv/home"}, ["c1: slurm_master_shared_home 'gfsv/home' is not an absolute path"],
+                     id="17-relative"),
+        pytest.param(None, {"shared_home": "/gfsv/home/"}, ["is not canonical"], id="17-trailing-slash"),
+        pytest.param(None, {"shared_home": "/gfsv/home:ro"}, ["':'"], id="17-colon"),
+        pytest.param(None, {"shared_home": "/"}, ["is '/'"], id="17-root"),
+        pytest.param(None, {"shared_home": "/gfsv/my home"}, ["a blank"], id="17-blank"),
+        # rule 18: unknown keys
+        pytest.param(None, {"config": {"SlurmdTimout": 300}},
+                     ["c1: slurm_master_config has keys that are not slurm.conf keys of Slurm 22.05", "'SlurmdTimout'"],
+                     id="18-misspelt"),
+        pytest.param(None, {"config": {"slurmdtimeout": 300}}, ["'slurmdtimeout' (Slurm spells it SlurmdTimeout)"], id="18-case"),
+        pytest.param(None, {"config": {"SchedulerAuth": "x"}}, ["'SchedulerAuth'"], id="18-defunct"),
+        pytest.param(None, {"dbd_config": {"PurgeJobsAfter": "12month"}},
+                     ["c1: slurm_master_dbd_config has keys that are not slurmdbd.conf keys", "'PurgeJobsAfter'"], id="18-dbd-misspelt"),
+        pytest.param(None, {"config": ["SlurmdTimeout=300"]}, ["slurm_master_config ['SlurmdTimeout=300'] is not a dict"],
+                     id="18-not-a-dict"),
+        # rule 19: keys the role sets
+        pytest.param(None, {"config": {"ClusterName": "other"}},
+                     ["c1: slurm_master_config sets keys the role writes", "ClusterName (slurm_master_cluster_name sets it)"],
+                     id="19-cluster-name"),
+        pytest.param(None, {"config": {"SlurmctldHost": "c2"}}, ["SlurmctldHost"], id="19-controller"),
+        pytest.param(None, {"config": {"NodeName": "n9 CPUs=4"}}, ["NodeName"], id="19-node-line"),
+        pytest.param(None, {"config": {"PartitionName": "debug Nodes=ALL"}}, ["PartitionName (slurm_master_partitions sets it)"],
+                     id="19-partition-line"),
+        pytest.param(None, {"config": {"AccountingStorageType": "accounting_storage/none"}},
+                     ["AccountingStorageType (slurm_master_accounting sets it)"], id="19-accounting-type"),
+        pytest.param(None, {"config": {"AuthType": "auth/none"}}, ["AuthType (the munge role"], id="19-auth"),
+        pytest.param(None, {"dbd_config": {"StoragePass": "secret-password"}},
+                     ["slurm_master_dbd_config sets keys", "StoragePass (slurm_master_accounting_db_password sets it)"],
+                     id="19-dbd-password"),
+        pytest.param(None, {"dbd_config": {"StorageLoc": "other_db"}}, ["StorageLoc (slurm_master_accounting_db_name sets it)"],
+                     id="19-dbd-database"),
+        # rule 20: one line values
+        pytest.param(None, {"config": {"SchedulerParameters": "bf_continue\nSlurmUser=root"}},
+                     ["c1: slurm_master_config: SchedulerParameters=", "spans lines"], id="20-newline"),
+        pytest.param(None, {"config": {"Prolog": "/etc/slurm/prolog#x"}}, ["holds '#'"], id="20-hash"),
+        pytest.param(None, {"config": {"SchedulerParameters": ["bf_continue", "bf_max_job_test=100"]}}, ["is not a single value"],
+                     id="20-list"),
+        pytest.param(None, {"config": {"SchedulerParameters": ""}}, ["is empty"], id="20-empty"),
+        pytest.param(None, {"dbd_config": {"PurgeJobAfter": "12month\r"}}, ["slurm_master_dbd_config: PurgeJobAfter"], id="20-dbd-cr"),
+        # rule 21: typed values
+        pytest.param(None, {"config": {"SlurmdTimeout": "10m"}}, ["SlurmdTimeout='10m' is not a whole number 0..65535"], id="21-u16-unit"),
+        pytest.param(None, {"config": {"SlurmdTimeout": 70000}}, ["SlurmdTimeout=70000"], id="21-u16-too-big"),
+        pytest.param(None, {"config": {"MaxJobCount": -1}}, ["MaxJobCount=-1"], id="21-negative"),
+        pytest.param(None, {"config": {"ReturnToService": True}}, ["ReturnToService=True"], id="21-bool-for-number"),
+        pytest.param(None, {"config": {"ReturnToService": 1.5}}, ["ReturnToService=1.5"], id="21-float"),
+        pytest.param(None, {"config": {"DisableRootJobs": "maybe"}}, ["DisableRootJobs='maybe' is not a boolean"], id="21-boolean"),
+        pytest.param(None, {"dbd_config": {"ArchiveJobs": "sometimes"}}, ["ArchiveJobs='sometimes' is not a boolean"], id="21-dbd-boolean"),
+        # rule 22: ports
+        pytest.param(None, {"config": {"SlurmdPort": 0}}, ["SlurmdPort=0 is not a TCP port 1..65535"], id="22-zero"),
+        pytest.param(None, {"config": {"SlurmdPort": 70000}}, ["SlurmdPort=70000"], id="22-too-big"),
+        pytest.param(None, {"config": {"SlurmdPort": "6818-6819"}}, ["SlurmdPort='6818-6819' is not a TCP port"], id="22-range-not-allowed"),
+        pytest.param(None, {"config": {"SlurmctldPort": "6820-6817"}}, ["SlurmctldPort='6820-6817'", "or a range"], id="22-range-reversed"),
+        pytest.param(None, {"config": {"SrunPortRange": "60001"}}, ["SrunPortRange='60001' is not a range"], id="22-srun-single"),
+        pytest.param(None, {"config": {"JobCompPort": "mysql"}}, ["JobCompPort='mysql'"], id="22-word"),
+        # rule 23: paths
+        pytest.param(None, {"config": {"StateSaveLocation": "var/spool/slurmctld"}},
+                     ["StateSaveLocation='var/spool/slurmctld' is not an absolute path"], id="23-relative"),
+        pytest.param(None, {"config": {"StateSaveLocation": "/var/spool/slurmctld/"}}, ["is not canonical"], id="23-trailing-slash"),
+        pytest.param(None, {"config": {"StateSaveLocation": "/var/spool/../tmp"}}, ["is not canonical"], id="23-dot-dot"),
+        pytest.param(None, {"config": {"SlurmctldLogFile": "/var/log/slurm ctld.log"}}, ["SlurmctldLogFile"], id="23-blank"),
+        pytest.param(None, {"config": {"PluginDir": "/usr/lib/slurm:lib"}}, ["PluginDir"], id="23-plugin-dir-part"),
+        pytest.param(None, {"config": {"SlurmdSpoolDir": "/srv/slurmd"}}, ["SlurmdSpoolDir='/srv/slurmd' is not /var/spool/slurmd"],
+                     id="23-spool-in-container-mode"),
+        pytest.param(None, {"dbd_config": {"LogFile": "slurmdbd.log"}}, ["slurm_master_dbd_config: LogFile"], id="23-dbd-log"),
+        # rule 24: timeouts
+        pytest.param(None, {"config": {"MessageTimeout": 0}}, ["MessageTimeout=0 is 0"], id="24-message-timeout"),
+        pytest.param(None, {"config": {"SlurmctldTimeout": "0"}}, ["SlurmctldTimeout='0' is 0"], id="24-ctld-timeout"),
+        pytest.param(None, {"dbd_config": {"TCPTimeout": 0}}, ["slurm_master_dbd_config: TCPTimeout=0"], id="24-dbd-tcp-timeout"),
+        pytest.param(None, {"timeouts": {"slurm_master_start_timeout": 0, "slurm_master_accounting_start_timeout": 90}},
+                     ["c1: slurm_master_start_timeout 0: not a whole number of seconds of at least 1"], id="24-start-timeout"),
+        pytest.param(None, {"timeouts": {"slurm_master_accounting_start_timeout": "1m"}},
+                     ["slurm_master_accounting_start_timeout '1m'"], id="24-accounting-timeout"),
+        # rule 25: port clashes
+        pytest.param(None, {"mode": "native", "config": {"SlurmctldPort": 6819}},
+                     ["c1: slurmctld (SlurmctldPort) and slurmdbd (DbdPort) would both listen on port 6819 of the controller host"],
+                     id="25-ctld-dbd-native"),
+        pytest.param(None, {"mode": "native", "config": {"SlurmctldPort": "3300-3310"}},
+                     ["slurmctld (SlurmctldPort) and MariaDB (3306)", "port 3306"], id="25-ctld-range-mariadb-native"),
+        pytest.param(None, {"config": {"SrunPortRange": "6810-6830"}},
+                     ["c1: slurmctld (SlurmctldPort) and srun (SrunPortRange) would both listen on port 6817 of the controller's container",
+                      "n1, n2: slurmd (SlurmdPort) and srun (SrunPortRange) would both listen on port 6818"], id="25-srun-range"),
+        pytest.param(copy.deepcopy(NODES), {"mode": "native", "workers": ["n1", "n2", "c1"],
+                                            "partitions": {"batch": ["n1", "n2", "c1"]}, "config": {"SlurmdPort": "6817"}},
+                     ["c1: slurmctld (SlurmctldPort) and slurmd (SlurmdPort) would both listen on port 6817 of the controller host"],
+                     id="25-controller-also-a-worker-native"),
+        # rule 26: accounting ports
+        pytest.param(None, {"dbd_config": {"DbdPort": 7031}, "config": {"AccountingStoragePort": 7031}},
+                     ["c1: with slurm_master_accounting, slurm_master_config AccountingStoragePort is 7031",
+                      "slurm_master_dbd_config DbdPort is 7031, but the role waits for slurmdbd on 6819"], id="26-dbd-port-moved"),
+        pytest.param(None, {"config": {"AccountingStoragePort": 6820}}, ["AccountingStoragePort is 6820"], id="26-ctld-asks-elsewhere"),
+        pytest.param(None, {"dbd_config": {"StoragePort": 3307}}, ["StoragePort is 3307, but the MariaDB container listens on 3306"],
+                     id="26-storage-port-container"),
+        # rules 27 to 30: container settings
+        pytest.param(None, {"container": with_container(slurm_master_container_state_dir="var/lib/slurmctld")},
+                     ["c1: slurm_master_container_state_dir 'var/lib/slurmctld' is not an absolute path"], id="27-relative"),
+        pytest.param(None, {"container": with_container(slurm_master_container_conf_dir="/etc/hpclab/slurm:ro")},
+                     ["slurm_master_container_conf_dir '/etc/hpclab/slurm:ro'", "':'"], id="27-colon"),
+        pytest.param(None, {"container": with_container(slurm_master_container_state_dir="/etc/hpclab/slurm/state")},
+                     ["slurm_master_container_conf_dir /etc/hpclab/slurm and slurm_master_container_state_dir /etc/hpclab/slurm/state",
+                      "one holds the other"], id="27-nested"),
+        pytest.param(None, {"container": with_container(slurm_master_accounting_container_db_dir="/var/lib/hpclab/slurm/slurmctld")},
+                     ["are the same directory"], id="27-db-dir-is-state-dir"),
+        pytest.param(None, {"accounting": {**ACCOUNTING, "db_password_file": "/var/lib/hpclab/slurm/mysql/slurmdbd.password"}},
+                     ["slurm_master_accounting_db_password_file /var/lib/hpclab/slurm/mysql/slurmdbd.password is inside "
+                      "slurm_master_accounting_container_db_dir"], id="27-password-file-in-db-dir"),
+        pytest.param(None, {"accounting": {**ACCOUNTING, "db_password_file": "/var/lib/hpclab//pw"}, "mode": "native"},
+                     ["slurm_master_accounting_db_password_file '/var/lib/hpclab//pw' is not canonical"], id="27-password-file-path"),
+        pytest.param(None, {"container": with_container(slurm_master_container_slurm_uid=0)},
+                     ["c1: slurm_master_container_slurm_uid 0 is not a UID", "keep 64030"], id="28-root"),
+        pytest.param(None, {"container": with_container(slurm_master_container_slurm_uid="slurm")},
+                     ["slurm_master_container_slurm_uid 'slurm'"], id="28-name"),
+        pytest.param(None, {"container": with_container(slurm_master_container_slurm_uid=2001)},
+                     ["c1: slurm_master_users", "alice's uid 2001 is the slurm user's; alice's gid 2001 is the slurm user's"],
+                     id="28-16-a-user-has-the-slurm-uid"),
+        pytest.param(None, {"container": with_container(slurm_master_container_slurm_uid=65534)},
+                     ["slurm_master_container_slurm_uid 65534"], id="28-nobody"),
+        pytest.param(None, {"container": with_container(slurm_master_container_base_image="Debian:Bookworm")},
+                     ["c1: slurm_master_container_base_image 'Debian:Bookworm' is not an image reference"], id="29-image-case"),
+        pytest.param(None, {"container": with_container(slurm_master_container_base_image="debian:bookworm\nRUN id")},
+                     ["slurm_master_container_base_image"], id="29-image-newline"),
+        pytest.param(None, {"container": with_container(slurm_master_container_network="-net")},
+                     ["c1: slurm_master_container_network '-net' is not a Docker name"], id="29-network"),
+        pytest.param(None, {"container": with_container(slurm_master_container_apt_proxy="http://proxy:3142';id;'")},
+                     ["slurm_master_container_apt_proxy", "is neither auto"], id="29-apt-proxy-quote"),
+        pytest.param(None, {"container": with_container(slurm_master_container_apt_proxy="proxy.lab:3142")},
+                     ["slurm_master_container_apt_proxy 'proxy.lab:3142'"], id="29-apt-proxy-no-scheme"),
+        pytest.param(None, {"container": with_container(slurm_master_container_addresses={"c1": "172.31.240.300"})},
+                     ["c1: slurm_master_container_addresses c1: '172.31.240.300' is not an IPv4 address"], id="30-bad-address"),
+        pytest.param(None, {"container": with_container(slurm_master_container_addresses={"c1": "10.0.0.5", "c1-mariadb": "10.0.0.5"})},
+                     ["c1-mariadb has 10.0.0.5, which c1 has too"], id="30-address-twice"),
+        # rule 31: packages
+        pytest.param(None, {"packages": {**PACKAGES, "slurm_master_packages": ["slurm-client"]}},
+                     ["c1: slurm_master_packages lacks slurmctld"], id="31-no-slurmctld"),
+        pytest.param(None, {"packages": {**PACKAGES, "slurm_master_mpi_packages": ["OpenMPI"]}},
+                     ["slurm_master_mpi_packages entry 'OpenMPI' is not a Debian package name"], id="31-upper-case"),
+        pytest.param(None, {"packages": {**PACKAGES, "slurm_master_mpi_packages": "openmpi-bin"}},
+                     ["slurm_master_mpi_packages is not a list"], id="31-a-string"),
+        pytest.param(None, {"mode": "native", "packages": {**PACKAGES, "slurm_master_accounting_packages": ["slurmdbd"]}},
+                     ["slurm_master_accounting_packages lacks mariadb-server", "lacks slurm-wlm-mysql-plugin"],
+                     id="31-native-accounting-packages"),
+        # rule 32: container mode controller that is also a worker
+        pytest.param(copy.deepcopy(NODES), {"workers": ["n1", "n2", "c1"], "partitions": {"batch": ["n1", "n2", "c1"]}},
+                     ["c1 is the controller and also a host of the worker group 'slurm_worker'", "both be named c1"],
+                     id="32-controller-also-a-worker"),
+    ],
+)
+def test_issue18_one_problem(nodes, kwargs, expected):
+    found = full(nodes, **kwargs)
+    assert len(found) == 1, found
+    for part in expected:
+        assert part in found[0], found
+    assert "Fix:" in found[0]
+
+
+def test_issue18_messages_name_the_controller_or_the_nodes():
+    found = full(cluster_name="Lab", max_time="0", memory_fraction=2, config={"Bogus": 1}, shared_home="home",
+                 container=with_container(slurm_master_container_network="x"))
+    assert len(found) == 6, found
+    assert all(message.startswith("c1: ") and "Fix:" in message for message in found), found
+
+
+def test_issue18_rules_without_their_argument_are_not_applied():
+    # What the role passed before issue 18 keeps its meaning: none of the new arguments, no new problem.
+    assert check(config=None, cluster_name=None, max_time=None, memory_fraction=None) == []
+    assert check(accounting=ACCOUNTING, dbd_config=None, timeouts=None, packages=None) == []
+    assert check(container={"slurm_master_container_network": "x"}, mode="native") == []
+
+
+def test_issue18_every_problem_of_one_dict_is_in_one_message_per_rule():
+    found = full(config={"SlurmdTimeout": "x", "MaxJobCount": "y", "Bogus": 1, "Other": 2})
+    assert len(found) == 2, found
+    assert "'Bogus', 'Other'" in found[0]
+    assert "SlurmdTimeout='x'" in found[1] and "MaxJobCount='y'" in found[1]
+
+
+def test_issue18_the_database_password_is_never_shown_by_the_new_rules():
+    found = full(dbd_config={"StoragePass": "Very-Secret-123"})
+    assert len(found) == 1 and "Very-Secret-123" not in found[0], found
+
+
+def test_issue18_an_unknown_container_setting_is_a_filter_error():
+    with pytest.raises(AnsibleFilterError, match="unknown container settings"):
+        full(container={"slurm_master_contianer_network": "hpclab"})
+
+
+def test_issue18_key_tables_are_slurm_22_05():
+    from ansible_collections.hpclab.cluster.plugins.filter import slurm_cluster_problems as module
+
+    # A few keys per parser type, as src/common/read_config.c and src/slurmdbd/read_config.c declare them.
+    assert module.SLURM_CONF_KEYS["SlurmctldPort"] == "str"  # a port or a range
+    assert module.SLURM_CONF_KEYS["SlurmdPort"] == "u32"
+    assert module.SLURM_CONF_KEYS["ReturnToService"] == "u16"
+    assert module.SLURM_CONF_KEYS["DisableRootJobs"] == "bool"
+    assert module.SLURM_CONF_KEYS["NodeName"] == "line"
+    assert "SchedulerAuth" not in module.SLURM_CONF_KEYS
+    assert module.SLURMDBD_CONF_KEYS["DbdPort"] == "u16"
+    assert module.SLURMDBD_CONF_KEYS["ArchiveJobs"] == "bool"
+    # Every key the role writes by default is a key of its file.
+    defaults = ["ClusterName", "SlurmctldHost", "SlurmUser", "AuthType", "CredType", "SlurmctldPort", "SlurmdPort",
+                "SlurmctldPidFile", "SlurmdPidFile", "SlurmdSpoolDir", "StateSaveLocation", "MpiDefault", "SwitchType",
+                "ProctrackType", "TaskPlugin", "SchedulerType", "SelectType", "SelectTypeParameters", "ReturnToService",
+                "AccountingStorageType", "AccountingStorageHost", "AccountingStoragePort", "JobAcctGatherType",
+                "JobCompType", "GresTypes"]
+    assert [k for k in defaults if k not in module.SLURM_CONF_KEYS] == []
+    dbd_defaults = ["AuthType", "DbdHost", "DbdPort", "SlurmUser", "PidFile", "StorageType", "StorageHost", "StoragePort",
+                    "StorageLoc", "StorageUser", "StoragePass"]
+    assert [k for k in dbd_defaults if k not in module.SLURMDBD_CONF_KEYS] == []
+
+
+@pytest.mark.parametrize(
+    "kwargs,expected",
+    [
+        pytest.param({"accounting": {**ACCOUNTING, "db_password": "S3cret.pass-word\n"}}, "The accounting settings are wrong",
+                     id="password-trailing-newline"),
+        pytest.param({"accounting": {**ACCOUNTING, "db_name": "slurm_acct_db\n"}}, "The accounting settings are wrong",
+                     id="db-name-trailing-newline"),
+        pytest.param({"cluster_name": "hpclab\n"}, "slurm_master_cluster_name", id="cluster-name-trailing-newline"),
+        pytest.param({"partitions": {"batch\n": ["n1", "n2"]}, "default_partition": ""}, "partition names", id="partition-trailing-newline"),
+    ],
+)
+def test_a_trailing_line_break_is_refused(kwargs, expected):
+    # Python's '$' matches before a final newline: the patterns are matched whole (fullmatch).
+    found = check(**kwargs)
+    assert len(found) == 1 and expected in found[0], found
+
+
+def test_a_node_name_with_a_trailing_line_break_is_refused():
+    nodes = renamed("n1", "n1\n")
+    found = check(nodes, workers=["n1\n", "n2"], partitions={"batch": ["n1\n", "n2"]})
+    assert len(found) == 1 and "cannot be a Slurm node name" in found[0], found

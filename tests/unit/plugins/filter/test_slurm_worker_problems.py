@@ -95,3 +95,124 @@ def test_the_worker_check_needs_exactly_one_controller_first():
     found = check("n9", controllers=["c1", "c2"])
     assert len(found) == 1
     assert "runs the slurm_worker role" not in found[0]
+
+
+# --- Rules 5 to 10 (issue 18): this worker's own settings ---
+
+CONTAINER = {
+    "slurm_worker_container_conf_dir": "/etc/hpclab/slurm",
+    "slurm_worker_container_spool_dir": "/var/lib/hpclab/slurm/slurmd",
+    "slurm_worker_container_slurm_uid": 64030,
+    "slurm_worker_container_base_image": "debian:bookworm-slim",
+    "slurm_worker_container_network": "hpclab",
+    "slurm_worker_container_apt_proxy": "auto",
+    "slurm_worker_container_addresses": {"c1": "172.31.240.193", "n1": "172.31.240.194"},
+}
+FULL = {
+    "gpus": {},
+    "users": [{"name": "alice", "uid": 2001, "gid": 2001}],
+    "shared_home": "/gfsv/home",
+    "container": CONTAINER,
+    "packages": {"slurm_worker_packages": ["slurmd", "slurm-client"], "slurm_worker_mpi_packages": ["openmpi-bin"]},
+    "timeouts": {"slurm_worker_register_timeout": 60},
+}
+
+
+def full(host="n1", **kwargs):
+    return check(host, **{**FULL, **kwargs})
+
+
+@pytest.mark.parametrize("mode", ["container", "native"])
+def test_the_role_defaults_have_no_problem(mode):
+    assert full(mode=mode) == []
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        pytest.param({"gpus": None}, id="gpus-not-given"),
+        pytest.param({"gpus": {"count": 2, "type": "a100", "files": ["/dev/nvidia0", "/dev/nvidia1"]}}, id="gpus-full"),
+        pytest.param({"gpus": {"count": 1}}, id="gpus-count-only"),
+        pytest.param({"gpus": {"count": 1, "type": "testgpu", "files": ["/dev/null"]}}, id="gpus-molecule"),
+        pytest.param({"users": []}, id="no-users"),
+        pytest.param({"users": None}, id="users-not-given"),
+        pytest.param({"shared_home": None}, id="shared-home-not-given"),
+        pytest.param({"container": None}, id="container-not-given"),
+        pytest.param({"container": {**CONTAINER, "slurm_worker_container_spool_dir": "/srv/slurmd:x"}, "mode": "native"},
+                     id="container-settings-unused-in-native-mode"),
+        pytest.param({"container": {**CONTAINER, "slurm_worker_container_addresses": {}}}, id="addresses-not-allotted-yet"),
+        pytest.param({"packages": {"slurm_worker_packages": ["slurmd"], "slurm_worker_mpi_packages": []}}, id="no-mpi"),
+        pytest.param({"timeouts": {"slurm_worker_register_timeout": 1}}, id="timeout-one"),
+    ],
+)
+def test_issue18_no_problem(kwargs):
+    assert full(**kwargs) == []
+
+
+@pytest.mark.parametrize(
+    "kwargs,expected",
+    [
+        # rule 5: GPUs
+        pytest.param({"gpus": {"count": 2, "files": ["/dev/nvidia0"]}},
+                     ["n1: slurm_worker_gpus is not {count: N, type: WORD, files: [N device files]}"], id="5-shape"),
+        pytest.param({"gpus": {"count": "two"}}, ["n1: slurm_worker_gpus is not {count"], id="5-count-word"),
+        pytest.param({"gpus": 2}, ["n1: slurm_worker_gpus is not {count"], id="5-a-number"),
+        pytest.param({"gpus": {"count": 1, "type": "a 100"}}, ["n1: slurm_worker_gpus type 'a 100' is not one word"], id="5-type"),
+        pytest.param({"gpus": {"count": 1, "files": ["/tmp/gpu0"]}}, ["file '/tmp/gpu0' is not under /dev"], id="5-file-outside-dev"),
+        pytest.param({"gpus": {"count": 1, "files": ["/dev/nvidia0:rwm"]}}, ["file '/dev/nvidia0:rwm'"], id="5-file-colon"),
+        # rule 6: users
+        pytest.param({"users": [{"name": "Alice", "uid": 2001, "gid": 2001}]},
+                     ["n1: slurm_worker_users (default hpclab_cluster_users) is not a list of {name, uid, gid, groups}"], id="6-shape"),
+        pytest.param({"users": [{"name": "alice", "uid": 0, "gid": 2001}]}, ["alice's uid 0"], id="6-root"),
+        pytest.param({"users": [{"name": "alice", "uid": 64030, "gid": 2001}]}, ["alice's uid 64030 is the slurm user's"],
+                     id="6-slurm-uid"),
+        pytest.param({"users": [{"name": "alice", "uid": 2001, "gid": 2001, "groups": ["a b"]}]}, ["alice's group 'a b'"],
+                     id="6-group"),
+        # rule 7: shared home
+        pytest.param({"shared_home": "gfsv/home"}, ["n1: slurm_worker_shared_home 'gfsv/home' is not an absolute path"],
+                     id="7-relative"),
+        pytest.param({"shared_home": "/gfsv/home,x"}, ["slurm_worker_shared_home '/gfsv/home,x'"], id="7-comma"),
+        # rule 8: container settings
+        pytest.param({"container": {**CONTAINER, "slurm_worker_container_spool_dir": "/"}},
+                     ["n1: slurm_worker_container_spool_dir '/' is '/'"], id="8-spool-root"),
+        pytest.param({"container": {**CONTAINER, "slurm_worker_container_spool_dir": "/etc/hpclab/slurm/spool"}},
+                     ["slurm_worker_container_conf_dir /etc/hpclab/slurm and slurm_worker_container_spool_dir", "one holds the other"],
+                     id="8-nested"),
+        pytest.param({"container": {**CONTAINER, "slurm_worker_container_slurm_uid": -1}}, ["slurm_worker_container_slurm_uid -1"],
+                     id="8-uid"),
+        pytest.param({"container": {**CONTAINER, "slurm_worker_container_base_image": "debian:bookworm slim"}},
+                     ["slurm_worker_container_base_image"], id="8-image"),
+        pytest.param({"container": {**CONTAINER, "slurm_worker_container_network": "my net"}},
+                     ["slurm_worker_container_network 'my net'"], id="8-network"),
+        pytest.param({"container": {**CONTAINER, "slurm_worker_container_apt_proxy": "ftp://proxy"}},
+                     ["slurm_worker_container_apt_proxy 'ftp://proxy'"], id="8-apt-proxy"),
+        pytest.param({"container": {**CONTAINER, "slurm_worker_container_addresses": {"n1": "fe80::1%eth0"}}},
+                     ["slurm_worker_container_addresses n1: 'fe80::1%eth0' is not an IPv4 address"], id="8-address"),
+        # rule 9: packages
+        pytest.param({"packages": {"slurm_worker_packages": ["slurm-client"]}}, ["n1: slurm_worker_packages lacks slurmd"],
+                     id="9-no-slurmd"),
+        pytest.param({"packages": {"slurm_worker_packages": ["slurmd", "slurm client"]}},
+                     ["slurm_worker_packages entry 'slurm client' is not a Debian package name"], id="9-blank"),
+        # rule 10: timeouts
+        pytest.param({"timeouts": {"slurm_worker_register_timeout": 0}}, ["n1: slurm_worker_register_timeout 0"], id="10-zero"),
+        pytest.param({"timeouts": {"slurm_worker_register_timeout": "1m"}}, ["slurm_worker_register_timeout '1m'"], id="10-unit"),
+    ],
+)
+def test_issue18_one_problem(kwargs, expected):
+    found = full(**kwargs)
+    assert len(found) == 1, found
+    for part in expected:
+        assert part in found[0], found
+    assert "Fix:" in found[0]
+
+
+def test_issue18_an_unknown_container_setting_is_a_filter_error():
+    from ansible.errors import AnsibleFilterError
+
+    with pytest.raises(AnsibleFilterError, match="unknown container settings"):
+        full(container={"slurm_master_container_network": "hpclab"})
+
+
+def test_issue18_problems_come_after_the_old_rules():
+    found = full(mode="bogus", gpus=3, timeouts={"slurm_worker_register_timeout": 0})
+    assert [p.split(" ")[0] for p in found] == ["slurm_worker_mode", "n1:", "n1:"], found

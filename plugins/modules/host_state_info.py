@@ -1,0 +1,251 @@
+#!/usr/bin/python
+# Copyright: hpclab.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: host_state_info
+short_description: Read which packages, systemd units and paths of this host a role is about to manage, in one call
+version_added: 0.3.0
+description:
+  - Read-only. Answers in one call what a role would otherwise learn from one task each, which of O(packages)
+    are installed (one C(dpkg-query)), whether each of O(services) is loaded, active and enabled (one
+    C(systemctl show)), and each of O(paths)' type, owner, group, mode and, for regular files, SHA-256 checksum.
+  - A role calls it once, keeps the result in its own private variable and skips the tasks whose work is
+    already done (M(ansible.builtin.apt) when every package is installed, M(ansible.builtin.systemd_service)
+    when the unit is active and enabled). Those builtins still do every change; this module changes nothing.
+  - Written for Debian (dpkg) hosts with systemd; on a host without C(dpkg-query) every package counts as
+    missing, without C(systemctl) every unit as stopped, so that the builtins run and decide.
+author:
+  - hpclab.cluster contributors (@hpclab)
+extends_documentation_fragment:
+  - hpclab.cluster.attributes
+attributes:
+  check_mode:
+    support: full
+    details: Reads the same in check mode.
+  diff_mode:
+    support: none
+  idempotent:
+    support: full
+    details: Never changes anything.
+options:
+  packages:
+    description:
+      - Debian package names, as M(ansible.builtin.apt) takes them. A name with a version (C(NAME=VERSION)) counts as
+        installed only at that version; a name with a wildcard or a release (C(NAME/RELEASE)) always counts as missing.
+    type: list
+    elements: str
+    default: []
+  services:
+    description: systemd unit names (C(munge) means C(munge.service)).
+    type: list
+    elements: str
+    default: []
+  paths:
+    description: Absolute paths. Links are not followed.
+    type: list
+    elements: path
+    default: []
+"""
+
+EXAMPLES = r"""
+- name: What of MUNGE is already in place
+  hpclab.cluster.host_state_info:
+    packages: [munge]
+    services: [munge]
+    paths: [/etc/munge/munge.key]
+  register: __munge_state
+
+- name: Install MUNGE
+  ansible.builtin.apt:
+    name: [munge]
+    cache_valid_time: 3600
+  when: __munge_state.packages_missing | length > 0
+"""
+
+RETURN = r"""
+packages:
+  description: Each of O(packages) (its name without version) and its installed version, or null when it is not installed.
+  returned: always
+  type: dict
+  sample: {"munge": "0.5.15-2+deb12u1", "slurmd": null}
+packages_missing:
+  description: The entries of O(packages) that are not installed (at that version), as given.
+  returned: always
+  type: list
+  elements: str
+  sample: ["slurmd"]
+services:
+  description:
+    - Each of O(services) as given, with C(loaded) (the unit file exists), C(active) (running or exited),
+      C(enabled) (C(UnitFileState) enabled, enabled-runtime, static, alias, indirect or generated) and systemd's C(state)
+      (ActiveState) and C(unit_file_state).
+  returned: always
+  type: dict
+  sample: {"munge": {"loaded": true, "active": true, "enabled": true, "state": "active", "unit_file_state": "enabled"}}
+paths:
+  description:
+    - Each of O(paths) with C(exists); when it exists also C(isreg), C(isdir), C(islnk), C(pw_name), C(gr_name)
+      (names, or the number when the id has no name), C(mode) (four octal digits) and, for a regular file,
+      C(checksum) (SHA-256), the keys and values of M(ansible.builtin.stat) with C(checksum_algorithm=sha256).
+  returned: always
+  type: dict
+  sample:
+    /etc/munge/munge.key: {"exists": true, "isreg": true, "isdir": false, "islnk": false, "pw_name": "munge", "gr_name": "munge",
+                           "mode": "0400", "checksum": "9f86d0..."}
+"""
+
+import grp
+import hashlib
+import os
+import pwd
+import stat
+
+from ansible.module_utils.basic import AnsibleModule
+
+# UnitFileState values of a unit that starts at boot or with something that does.
+ENABLED_STATES = ("enabled", "enabled-runtime", "static", "alias", "indirect", "generated")
+SHOW_PROPERTIES = ("Id", "LoadState", "ActiveState", "UnitFileState")
+
+
+def package_name(entry: str) -> str:
+    """`munge=0.5.15-2` -> `munge`; `libc6:amd64` -> `libc6`."""
+    return entry.split("=", 1)[0].split(":", 1)[0]
+
+
+def parse_dpkg_query(out: str) -> dict:
+    """`dpkg-query -W -f '${Package}\\t${db:Status-Abbrev}\\t${Version}\\n'` output -> {name: version}, only
+    for the packages whose status is installed (`ii`, `hi`: wanted install or hold, state installed)."""
+    versions = {}
+    for line in out.splitlines():
+        fields = line.split("\t")
+        if len(fields) < 3:
+            continue
+        name, status, version = fields[0], fields[1].strip(), fields[2].strip()
+        if len(status) >= 2 and status[1] == "i":
+            versions[name] = version
+    return versions
+
+
+def missing_packages(entries: list, installed: dict) -> list:
+    """The ENTRIES (as given to apt) that INSTALLED ({name: version}) does not satisfy."""
+    missing = []
+    for entry in entries:
+        if any(c in entry for c in "*?[/") or entry.count("=") > 1:
+            missing.append(entry)
+            continue
+        name, version = (entry.split("=", 1) + [""])[:2]
+        have = installed.get(package_name(name))
+        if have is None or (version and have != version):
+            missing.append(entry)
+    return missing
+
+
+def parse_systemctl_show(out: str) -> list:
+    """`systemctl show -p Id,LoadState,ActiveState,UnitFileState UNIT...` output -> one dict of properties per
+    unit, in the order asked (systemd separates the units by a blank line)."""
+    units, current = [], {}
+    for line in out.splitlines() + [""]:
+        if not line.strip():
+            if current:
+                units.append(current)
+                current = {}
+            continue
+        key, value = (line.split("=", 1) + [""])[:2]
+        current[key] = value
+    return units
+
+
+def unit_state(props: dict) -> dict:
+    active_state = props.get("ActiveState", "inactive")
+    unit_file_state = props.get("UnitFileState", "")
+    return {
+        "loaded": props.get("LoadState") == "loaded",
+        "active": active_state in ("active", "reloading"),
+        "enabled": unit_file_state in ENABLED_STATES,
+        "state": active_state,
+        "unit_file_state": unit_file_state,
+    }
+
+
+def unit_name(service: str) -> str:
+    return service if "." in service else service + ".service"
+
+
+def path_state(path: str) -> dict:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return {"exists": False}
+    result = {"exists": True, "isreg": stat.S_ISREG(st.st_mode), "isdir": stat.S_ISDIR(st.st_mode),
+              "islnk": stat.S_ISLNK(st.st_mode), "pw_name": _name(pwd.getpwuid, st.st_uid),
+              "gr_name": _name(grp.getgrgid, st.st_gid), "mode": "%04o" % stat.S_IMODE(st.st_mode)}
+    if result["isreg"]:
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 16), b""):
+                digest.update(block)
+        result["checksum"] = digest.hexdigest()
+    return result
+
+
+def _name(lookup, ident: int) -> str:
+    try:
+        return lookup(ident)[0]
+    except KeyError:
+        return str(ident)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            packages=dict(type="list", elements="str", default=[]),
+            services=dict(type="list", elements="str", default=[]),
+            paths=dict(type="list", elements="path", default=[]),
+        ),
+        supports_check_mode=True,
+    )
+    packages, services, paths = (module.params[k] for k in ("packages", "services", "paths"))
+    result = {"changed": False, "packages": {}, "packages_missing": [], "services": {}, "paths": {}}
+
+    if packages:
+        installed = {}
+        dpkg_query = module.get_bin_path("dpkg-query")
+        if dpkg_query:
+            # rc 1 only says that some name matched no package: the others are still listed.
+            names = sorted({package_name(p) for p in packages if not any(c in p for c in "*?[/")})
+            rc, out, err = module.run_command([dpkg_query, "-W", "-f", "${Package}\t${db:Status-Abbrev}\t${Version}\n"] + names)
+            if rc not in (0, 1):
+                module.fail_json(msg=f"dpkg-query -W failed: rc={rc}, stderr: {err.strip()}", **result)
+            installed = parse_dpkg_query(out)
+        result["packages"] = {package_name(p): installed.get(package_name(p)) for p in packages}
+        result["packages_missing"] = missing_packages(packages, installed)
+
+    if services:
+        systemctl = module.get_bin_path("systemctl")
+        shown = []
+        if systemctl:
+            argv = [systemctl, "show", "-p", ",".join(SHOW_PROPERTIES)] + [unit_name(s) for s in services]
+            rc, out, err = module.run_command(argv)
+            if rc != 0:
+                module.fail_json(msg=f"{' '.join(argv)} failed: rc={rc}, stderr: {err.strip()}", **result)
+            shown = parse_systemctl_show(out)
+        # One block per unit, in the order asked (Id is the unit's own name, not an alias asked for).
+        if len(shown) != len(services):
+            shown = [{}] * len(services)
+        result["services"] = {s: unit_state(props) for s, props in zip(services, shown)}
+
+    for path in paths:
+        try:
+            result["paths"][path] = path_state(path)
+        except OSError as e:
+            module.fail_json(msg=f"cannot read {path}: {e}", **result)
+
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

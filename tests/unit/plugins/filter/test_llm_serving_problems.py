@@ -1,0 +1,408 @@
+"""The llm_serving role's preflight: every input that ends up in a unit, a command line or api_endpoints.json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.hpclab.cluster.plugins.filter.llm_serving_problems import FilterModule
+
+PROBLEMS = FilterModule().filters()["llm_serving_problems"]
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "llm"
+GPUS = [{"index": 0, "memory_total": "81559 MiB"}]
+PACKAGES = {"vllm": ["vllm==0.11.0"], "llama_cpp": ["llama-cpp-python[server]==0.3.36", "fastapi==0.115.14"],
+            "fastchat": ["fschat[webui]==0.2.36", "psutil", "torch==2.13.0"]}
+# vars/main.yml's table, as the role passes it.
+RESERVED = {22: "sshd", 2049: "NFS-Ganesha (nfs_ganesha)", 6817: "slurmctld (slurm_master)", 3306: "MariaDB (slurm_master)",
+            9090: "Prometheus / FastChat's hard-coded rate-limit monitor", "49152-60999": "GlusterFS bricks (glusterfs)"}
+DIRECTORIES = [
+    {"path": "/opt/llm", "mode": "0755", "variable": "llm_serving_home"},
+    {"path": "/etc/llm", "group": "llm", "mode": "0750", "variable": "the configuration directory"},
+    {"path": "/var/lib/llm", "owner": "llm", "group": "llm", "mode": "0750", "variable": "the state directory"},
+    {"path": "/var/lib/llm/models", "owner": "llm", "group": "llm", "mode": "0750", "variable": "llm_serving_model_dir"},
+    {"path": "/var/lib/llm/hf", "owner": "llm", "group": "llm", "mode": "0750", "variable": "llm_serving_hf_home"},
+]
+
+
+def tiny(**overrides):
+    return {"name": "tiny-a", "port": 8101, "engine": "llama_cpp", "gguf_src": "/srv/tiny-a.gguf", "n_ctx": 512, **overrides}
+
+
+def tiny_without_src(**overrides):
+    """A llama.cpp model whose GGUF file comes from somewhere other than the controller."""
+    return {**{k: v for k, v in tiny().items() if k != "gguf_src"}, **overrides}
+
+
+def vllm(**overrides):
+    return {"name": "llama-3-8b", "port": 8000, "model": "meta-llama/Meta-Llama-3-8B-Instruct", "dtype": "bfloat16",
+            "max_model_len": 8192, **overrides}
+
+
+def reference_models():
+    models = json.loads((FIXTURES / "reference_models.json").read_text(encoding="utf-8"))
+    for position, model in enumerate(models):
+        model["port"] = 8000 + position
+    return models
+
+
+def check(models=None, **kwargs):
+    kwargs = {"host": "llm1", "packages": PACKAGES, "reserved_ports": RESERVED, "directories": DIRECTORIES,
+              "gpus": GPUS, **kwargs}
+    return PROBLEMS([tiny()] if models is None else models, **kwargs)
+
+
+def test_registered():
+    assert set(FilterModule().filters()) == {"llm_serving_problems"}
+
+
+@pytest.mark.parametrize(
+    "models,kwargs",
+    [
+        pytest.param(None, {}, id="one-llama-cpp-model"),
+        pytest.param([tiny(), tiny(name="tiny-b", port=8102, extra_args=["--n_threads", "1"])], {}, id="the-molecule-pair"),
+        pytest.param(reference_models(), {}, id="reference-design-five-vllm-models"),
+        pytest.param([vllm(gpu=0, kv_cache_dtype="fp8", enforce_eager=True, min_sequences=2)], {}, id="vllm-every-key"),
+        pytest.param([vllm(model="/srv/models/llama-3-8b", weights_gib=15,
+                           config={"num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_size": 4096})],
+                     {"host_paths": {"/srv/models/llama-3-8b": {"exists": True, "isdir": True}}}, id="vllm-local-path"),
+        pytest.param([vllm(gpu_memory_utilization="0.3")], {}, id="vllm-explicit-utilization"),
+        pytest.param([vllm()], {"gpus": [], "detected_gpus": [{"index": 0, "memory_total_mib": 81559}]}, id="gpus-from-nvidia-smi"),
+        pytest.param([tiny_without_src(gguf_path="/srv/models/tiny-a.gguf")],
+                     {"host_paths": {"/srv/models/tiny-a.gguf": {"exists": True, "isreg": True}}}, id="gguf-path"),
+        pytest.param([vllm(extra_args=["--chat-template", "/srv/templates/a b.jinja", "--max-num-seqs", 8, "--x", "100%"])],
+                     {}, id="extra-args-with-blanks-numbers-and-percent"),
+        pytest.param([tiny(extra_args=["--n_threads", "-1"])], {}, id="negative-number-is-a-value"),
+        pytest.param([tiny(max_position_embeddings=512)], {}, id="n-ctx-at-the-limit"),
+        pytest.param([tiny_without_src(gguf_url="https://example.org/tiny.gguf", gguf_checksum="sha256:" + "a" * 64)],
+                     {}, id="gguf-url-and-checksum"),
+        pytest.param(None, {"bind_address": "0.0.0.0", "client_address": "10.0.0.5"}, id="bind-all-client-an-address"),
+        pytest.param(None, {"bind_address": "::", "client_address": "127.0.0.1"}, id="dual-stack"),
+        pytest.param(None, {"bind_address": "::1", "client_address": "::1", "fastchat_bind_address": "::"}, id="ipv6"),
+        pytest.param(None, {"api_key": "abc-DEF_123.~+/xyz=="}, id="bearer-token"),
+        pytest.param(None, {"hf_token": "hf_abcdefghijklmnopqrstuvwxyz012345678"}, id="hf-token"),
+        pytest.param(None, {"user": "svc_llm", "group": "ai-users"}, id="other-user-and-group"),
+        pytest.param(None, {"home": "/srv/llm", "model_dir": "/data/models", "hf_home": "/data/models"}, id="model-dir-is-hf-home"),
+        pytest.param(None, {"health_timeout": 1}, id="shortest-timeout"),
+        pytest.param(None, {"health_timeout": "86400"}, id="longest-timeout-as-string"),
+        pytest.param(None, {"pip_find_links": ["/opt/hpclab-wheelhouse/current", "https://wheels.example.org/simple",
+                                               "file:///srv/wheels"], "pip_no_index": True}, id="wheelhouse"),
+        pytest.param(None, {"pip_extra_args": ["--index-url", "https://pypi.example.org/simple"]}, id="pip-extra-args"),
+        pytest.param([], {"fastchat_enabled": False}, id="no-model-no-web-ui"),
+        pytest.param([tiny(), tiny(name="tiny-b", port=8102)], {"fastchat_anony_only": ["tiny-b"]}, id="anony-only"),
+        pytest.param(None, {"fastchat_multi_enabled": False, "fastchat_multi_port": 8101}, id="port-of-a-ui-that-is-off"),
+        pytest.param(None, {"cuda_context_gib": 0}, id="no-cuda-context"),
+        pytest.param(None, {"gpus": [], "cuda_context_gib": "0.75"}, id="cpu-host"),
+    ],
+)
+def test_valid_input_has_no_problem(models, kwargs):
+    assert check(models, **kwargs) == []
+
+
+@pytest.mark.parametrize(
+    "models,kwargs,expected",
+    [
+        # rule 1: known keys
+        pytest.param([tiny(n_threads=1)], {}, ["llm1: llm_serving_models[0] (tiny-a): unknown key 'n_threads'"], id="unknown-key"),
+        pytest.param([tiny(max_model_len=512)], {},
+                     ["key 'max_model_len' is not read by engine llama_cpp (it is a key of vllm models; llama_cpp reads n_ctx)"],
+                     id="vllm-key-on-llama-cpp"),
+        pytest.param([vllm(n_ctx=4096)], {}, ["key 'n_ctx' is not read by engine vllm", "vllm reads max_model_len"],
+                     id="llama-cpp-key-on-vllm"),
+        pytest.param(["tiny-a"], {}, ["llm_serving_models[0] is not a dict"], id="not-a-dict"),
+        # rule 2: names
+        pytest.param([tiny(name="tiny a")], {}, ["name 'tiny a' cannot name the systemd unit llm-NAME.service"], id="name-blank"),
+        pytest.param([tiny(name="-tiny")], {}, ["name '-tiny' cannot name"], id="name-leading-dash"),
+        pytest.param([tiny(name="tiny-a\n")], {}, ["name 'tiny-a\\n' cannot name"], id="name-trailing-newline"),
+        pytest.param([tiny(name="tiny@1")], {}, ["name 'tiny@1' cannot name"], id="name-at-sign"),
+        pytest.param([tiny(name="a" * 244)], {}, ["at most 243 characters"], id="name-too-long"),
+        pytest.param([tiny(name=None)], {}, ["name None cannot name"], id="name-missing"),
+        pytest.param([tiny(name=8101)], {}, ["name 8101 cannot name"], id="name-number"),
+        # rule 3: unique names
+        pytest.param([tiny(), tiny(port=8102)], {},
+                     ["llm_serving_models[1] (tiny-a): name tiny-a is also the name of llm_serving_models[0]"], id="duplicate-name"),
+        # rule 4: engine
+        pytest.param([tiny(engine="ollama")], {}, ["engine 'ollama' is not one of vllm, llama_cpp"], id="unknown-engine"),
+        pytest.param([{k: v for k, v in tiny().items() if k != "engine"}], {"engine": "llama.cpp"},
+                     ["engine 'llama.cpp' is not one of"], id="unknown-default-engine"),
+        # rule 5: port range
+        pytest.param([tiny(port=80)], {}, ["llm_serving_models[0] (tiny-a): port 80 is not an integer 1024..65535"], id="port-privileged"),
+        pytest.param([tiny(port=65536)], {}, ["port 65536 is not an integer 1024..65535"], id="port-too-big"),
+        pytest.param([tiny(port="81o1")], {}, ["port '81o1' is not an integer"], id="port-typo"),
+        pytest.param([tiny(port=8101.5)], {}, ["port 8101.5 is not an integer"], id="port-float"),
+        pytest.param([tiny(port=None)], {}, ["port None is not an integer"], id="port-missing"),
+        pytest.param([tiny(port=True)], {}, ["port True is not an integer"], id="port-bool"),
+        pytest.param(None, {"fastchat_port": 443}, ["FastChat web UI (llm_serving_fastchat_port): port 443 is not an integer"],
+                     id="web-ui-port-privileged"),
+        # rule 6: port clashes
+        pytest.param([tiny(), tiny(name="tiny-b")], {},
+                     ["llm_serving_models[1] (tiny-b): port 8101 is also the port of llm_serving_models[0] (tiny-a)"],
+                     id="two-models-one-port"),
+        pytest.param([tiny(port=7860)], {},
+                     ["FastChat web UI (llm_serving_fastchat_port): port 7860 is also the port of llm_serving_models[0] (tiny-a)"],
+                     id="model-on-the-web-ui-port"),
+        pytest.param(None, {"fastchat_multi_port": 7860},
+                     ["FastChat side-by-side UI (llm_serving_fastchat_multi_port): port 7860 is also the port of FastChat web UI"],
+                     id="two-web-uis-one-port"),
+        pytest.param([tiny(port="8101"), tiny(name="tiny-b", port=8101)], {}, ["port 8101 is also the port of"],
+                     id="same-port-string-and-int"),
+        # rule 7: other services' ports
+        pytest.param([tiny(port=6817)], {}, ["llm_serving_models[0] (tiny-a): port 6817 is slurmctld (slurm_master)'s"],
+                     id="slurmctld-port"),
+        pytest.param([tiny(port=9090)], {}, ["FastChat's hard-coded rate-limit monitor"], id="port-9090"),
+        pytest.param([tiny(port=49200)], {}, ["port 49200 is GlusterFS bricks (glusterfs)'s"], id="gluster-brick-range"),
+        pytest.param(None, {"fastchat_port": 3306}, ["FastChat web UI (llm_serving_fastchat_port): port 3306 is MariaDB"],
+                     id="web-ui-on-mariadb"),
+        # rule 8: extra_args
+        pytest.param([tiny(extra_args="--n_threads 1")], {}, ["extra_args '--n_threads 1' is not a list"], id="extra-args-string"),
+        pytest.param([tiny(extra_args=[{"n_threads": 1}])], {}, ["extra_args item {'n_threads': 1} is not a word"],
+                     id="extra-args-dict"),
+        pytest.param([tiny(extra_args=["--verbose", True])], {}, ["extra_args item True is not a word"], id="extra-args-bool"),
+        pytest.param([tiny(extra_args=["--chat_format", "chatml\n"])], {}, ["has a line break or control character"],
+                     id="extra-args-newline"),
+        pytest.param([tiny(extra_args=["--port", "9090"])], {}, ["extra_args sets --port, which the role sets"], id="extra-args-port"),
+        pytest.param([tiny(extra_args=["--n-ctx=4096"])], {}, ["extra_args sets --n-ctx"], id="extra-args-n-ctx-dashed"),
+        pytest.param([vllm(extra_args=["--served_model_name", "other"])], {}, ["extra_args sets --served_model_name"],
+                     id="extra-args-vllm-served-name"),
+        pytest.param([vllm(extra_args=["--gpu-memory-utilization=0.9"])], {}, ["extra_args sets --gpu-memory-utilization"],
+                     id="extra-args-vllm-utilization"),
+        # rule 9: max_position_embeddings
+        pytest.param([tiny(max_position_embeddings=0)], {}, ["max_position_embeddings 0 is not a positive integer"],
+                     id="max-position-0"),
+        # rule 10: vLLM model
+        pytest.param([vllm(model=None)], {}, ["llm_serving_models[0] (llama-3-8b): no model"], id="vllm-no-model"),
+        pytest.param([vllm(model="meta llama/llama 3")], {}, ["model 'meta llama/llama 3' is neither a Hugging Face"],
+                     id="vllm-model-blank"),
+        pytest.param([vllm(model="a/b/c")], {}, ["model 'a/b/c' is neither"], id="vllm-model-two-slashes"),
+        pytest.param([vllm(model="meta--llama/x")], {}, ["is neither"], id="vllm-model-double-dash"),
+        pytest.param([vllm(model="/srv/models/../x")], {}, ["model '/srv/models/../x' is not canonical"], id="vllm-path-dotdot"),
+        # rule 11: dtypes
+        pytest.param([vllm(dtype="bf16")], {}, ["dtype 'bf16' is not one of auto, half, float16, bfloat16, float, float32"],
+                     id="vllm-dtype"),
+        pytest.param([vllm(kv_cache_dtype="int8")], {}, ["kv_cache_dtype 'int8' is not one of"], id="vllm-kv-cache-dtype"),
+        # rule 12: max_model_len
+        pytest.param([vllm(max_model_len=None)], {}, ["max_model_len None is missing or not a positive integer"],
+                     id="vllm-no-max-model-len"),
+        pytest.param([vllm(max_model_len="8k")], {}, ["max_model_len '8k' is missing or not"], id="vllm-max-model-len-text"),
+        pytest.param([vllm(max_model_len=32768, max_position_embeddings=16384)], {},
+                     ["max_model_len 32768 is above the model's own limit (max_position_embeddings 16384)"],
+                     id="vllm-max-model-len-over-given-limit"),
+        # rule 13: min_sequences
+        pytest.param([vllm(min_sequences=0)], {}, ["min_sequences 0 is not a positive integer"], id="vllm-min-sequences"),
+        # rule 14: gpu
+        pytest.param([vllm(gpu=-1)], {}, ["gpu -1 is not a GPU index"], id="vllm-gpu-negative"),
+        pytest.param([vllm(gpu="0")], {}, ["gpu '0' is not a GPU index"], id="vllm-gpu-string"),
+        # rule 15: gpu_memory_utilization
+        pytest.param([vllm(gpu_memory_utilization=90)], {}, ["gpu_memory_utilization 90 is not a fraction in (0, 1]"],
+                     id="vllm-utilization-percent"),
+        pytest.param([vllm(gpu_memory_utilization=0)], {}, ["gpu_memory_utilization 0 is not a fraction"], id="vllm-utilization-0"),
+        # rule 16: booleans
+        pytest.param([vllm(enforce_eager="yes")], {}, ["enforce_eager 'yes' is not true or false"], id="vllm-enforce-eager-string"),
+        pytest.param([vllm(trust_remote_code=1)], {}, ["trust_remote_code 1 is not true or false"], id="vllm-trust-remote-code-int"),
+        # rule 17: what the planner needs
+        pytest.param([vllm(max_model_len=32768)], {},
+                     ["the GPU planner cannot size it: model 'llama-3-8b' max_model_len 32768 exceeds the model's max_position_embeddings 8192"],
+                     id="vllm-max-model-len-over-known-limit"),
+        pytest.param([vllm(model="acme/unknown-7b")], {}, ["the GPU planner cannot size it: model 'llama-3-8b': 'acme/unknown-7b' is not a built-in"],
+                     id="vllm-unknown-model"),
+        pytest.param([vllm(num_layers=32)], {}, ["give all of num_layers, kv_heads and head_dim"], id="vllm-partial-geometry"),
+        # rule 18: GGUF source
+        pytest.param([tiny(gguf_path="/srv/tiny-a.gguf")], {}, ["needs exactly one of gguf_src", "got gguf_src, gguf_path"],
+                     id="two-gguf-sources"),
+        pytest.param([tiny_without_src()], {}, ["needs exactly one of", "got none"], id="no-gguf-source"),
+        pytest.param([tiny(gguf_src="")], {}, ["gguf_src '' is not a file name"], id="gguf-src-empty"),
+        pytest.param([tiny_without_src(gguf_path="models/tiny.gguf")], {},
+                     ["gguf_path 'models/tiny.gguf' is not an absolute path"], id="gguf-path-relative"),
+        pytest.param([tiny_without_src(gguf_path="/srv/my models/t.gguf")], {},
+                     ["gguf_path '/srv/my models/t.gguf' has a character a unit file cannot hold"], id="gguf-path-blank"),
+        pytest.param([tiny_without_src(gguf_url="hf://x/y.gguf")], {},
+                     ["gguf_url 'hf://x/y.gguf' is not an http, https, ftp, file URL"], id="gguf-url-scheme"),
+        pytest.param([tiny(gguf_checksum="sha256:abc")], {}, ["gguf_checksum is only checked on a download"], id="checksum-without-url"),
+        pytest.param([tiny_without_src(gguf_url="https://x.org/t.gguf", gguf_checksum="sha256:abc")], {},
+                     ["gguf_checksum 'sha256:abc' is not ALGORITHM:HEX"], id="checksum-short"),
+        # rule 19: n_ctx
+        pytest.param([tiny(n_ctx=0)], {}, ["n_ctx 0 is not a positive integer"], id="n-ctx-0"),
+        pytest.param([tiny(n_ctx=4096, max_position_embeddings=2048)], {},
+                     ["n_ctx 4096 is above the model's max_position_embeddings (2048)"], id="n-ctx-over-limit"),
+        # rule 20: files on the host
+        pytest.param([tiny_without_src(gguf_path="/srv/t.gguf")], {"host_paths": {}},
+                     ["gguf_path /srv/t.gguf is missing on the host"], id="gguf-path-missing"),
+        pytest.param([tiny_without_src(gguf_path="/srv")],
+                     {"host_paths": {"/srv": {"exists": True, "isdir": True, "isreg": False}}}, ["gguf_path /srv is not a file on the host"],
+                     id="gguf-path-a-directory"),
+        pytest.param([vllm(model="/srv/models/Meta-Llama-3-8B-Instruct")], {"host_paths": {}},
+                     ["model /srv/models/Meta-Llama-3-8B-Instruct is missing on the host"],
+                     id="vllm-path-missing"),
+        # rule 21: llm_serving_gpus
+        pytest.param(None, {"gpus": [{"index": 0}]}, ["llm_serving_gpus is not what the planner reads: GPU 0 has no memory total"],
+                     id="gpu-without-memory"),
+        pytest.param(None, {"gpus": [{"index": 0, "memory_total": "80 GB"}, {"index": 0, "memory_total": "80 GB"}]},
+                     ["GPU index 0 is listed twice"], id="gpu-twice"),
+        pytest.param(None, {"gpus": [{"index": 0, "memory_total": 80}]}, ["implausibly small"], id="gpu-memory-in-gib"),
+        # rule 22: a GPU for vLLM
+        pytest.param([vllm()], {"gpus": [], "nvidia_smi_error": "No such file or directory: b'nvidia-smi'"},
+                     ["llm1: has no GPU (nvidia-smi: No such file or directory: b'nvidia-smi') but llm_serving_models gives it "
+                      "vLLM models (llama-3-8b)"], id="vllm-without-gpu"),
+        # rule 23: the plan fits
+        pytest.param(reference_models(), {"gpus": [{"index": 0, "memory_total": "40960 MiB"}]},
+                     ["the vLLM models of llm_serving_models do not fit the GPUs", "does not fit"], id="plan-does-not-fit"),
+        pytest.param([vllm(gpu=1)], {}, ["pinned to GPU 1, which is not among the GPUs"], id="pinned-to-a-missing-gpu"),
+        pytest.param([vllm(gpu_memory_utilization=0.6), vllm(name="b", port=8001, gpu_memory_utilization="0.5")], {},
+                     ["the gpu_memory_utilization of b, llama-3-8b in llm_serving_models brings GPU 0 to 1.100"],
+                     id="explicit-utilizations-over-the-card"),
+        # rule 24: CUDA context
+        pytest.param(None, {"cuda_context_gib": 512}, ["llm_serving_cuda_context_gib 512 is not 0..8 GiB"], id="cuda-context-in-mib"),
+        pytest.param(None, {"cuda_context_gib": -0.1}, ["llm_serving_cuda_context_gib -0.1"], id="cuda-context-negative"),
+        # rule 25: bind addresses
+        pytest.param(None, {"bind_address": "127.0.0.300"}, ["llm_serving_bind_address '127.0.0.300' is not an IP address"],
+                     id="bind-typo"),
+        pytest.param(None, {"fastchat_bind_address": "0.0.0.0 "}, ["llm_serving_fastchat_bind_address '0.0.0.0 ' is not an IP"],
+                     id="web-ui-bind-blank"),
+        pytest.param(None, {"bind_address": "fe80::1%eth0", "client_address": "::1"}, ["has a scope"], id="bind-scope"),
+        # rule 26: client address
+        pytest.param(None, {"client_address": "0.0.0.0", "bind_address": "0.0.0.0"},
+                     ["llm_serving_client_address 0.0.0.0 is a wildcard"], id="client-wildcard"),
+        pytest.param(None, {"client_address": "10.0.0.5"},
+                     ["llm_serving_client_address 10.0.0.5 does not reach the servers, which listen on 127.0.0.1 only",
+                      "Fix: set llm_serving_client_address to 127.0.0.1"], id="client-not-the-bind-address"),
+        pytest.param(None, {"bind_address": "0.0.0.0", "client_address": "::1"}, ["is IPv6 but the servers listen on IPv4 only"],
+                     id="client-ipv6-bind-ipv4"),
+        # rule 27: API key
+        pytest.param(None, {"api_key": 'se"cret'}, ["llm_serving_api_key (value not shown) is not a bearer token"], id="key-quote"),
+        pytest.param(None, {"api_key": "secret\n"}, ["llm_serving_api_key (value not shown)"], id="key-newline"),
+        pytest.param(None, {"api_key": "my secret"}, ["llm_serving_api_key (value not shown)"], id="key-blank"),
+        pytest.param(None, {"api_key": "a=b"}, ["llm_serving_api_key (value not shown)"], id="key-inner-equals"),
+        # rule 28: HF token
+        pytest.param(None, {"hf_token": "hf_abc\n"}, ["llm_serving_hf_token (value not shown) has a blank"], id="hf-token-newline"),
+        pytest.param(None, {"hf_token": "'hf_abc'"}, ["llm_serving_hf_token (value not shown)"], id="hf-token-quoted"),
+        # rule 29: user and group
+        pytest.param(None, {"user": "root"}, ["llm_serving_user is root: the role would give root the home"], id="user-root"),
+        pytest.param(None, {"group": "root"}, ["llm_serving_group is root"], id="group-root"),
+        pytest.param(None, {"user": "LLM"}, ["llm_serving_user 'LLM' is not a user name"], id="user-upper-case"),
+        pytest.param(None, {"group": "llm users"}, ["llm_serving_group 'llm users' is not a group name"], id="group-blank"),
+        pytest.param(None, {"user": "a" * 33}, ["is not a user name"], id="user-too-long"),
+        # rule 30: directories
+        pytest.param(None, {"home": "opt/llm"}, ["llm_serving_home 'opt/llm' is not an absolute path"], id="home-relative"),
+        pytest.param(None, {"home": "/opt"}, ["llm_serving_home '/opt' is a directory of the system"], id="home-opt"),
+        pytest.param(None, {"model_dir": "/var/lib"}, ["llm_serving_model_dir '/var/lib' is a directory of the system"],
+                     id="model-dir-var-lib"),
+        pytest.param(None, {"model_dir": "/"}, ["llm_serving_model_dir '/' is a directory of the system"], id="model-dir-root"),
+        pytest.param(None, {"hf_home": "/tmp/hf"}, ["llm_serving_hf_home '/tmp/hf' is on a file system that is emptied"],
+                     id="hf-home-tmp"),
+        pytest.param(None, {"hf_home": "/run/llm"}, ["is on a file system that is emptied"], id="hf-home-run"),
+        pytest.param(None, {"model_dir": "/srv/models/"}, ["llm_serving_model_dir '/srv/models/' is not canonical"],
+                     id="model-dir-trailing-slash"),
+        pytest.param(None, {"home": "/opt/my llm"}, ["llm_serving_home '/opt/my llm' has a character"], id="home-blank"),
+        # rule 31: one directory, two owners
+        pytest.param(None, {"directories": DIRECTORIES + [{"path": "/opt/llm", "owner": "llm", "group": "llm", "mode": "0750",
+                                                           "variable": "llm_serving_model_dir"}]},
+                     ["llm_serving_model_dir and llm_serving_home are both /opt/llm"], id="model-dir-is-home"),
+        # rule 32: health timeout
+        pytest.param(None, {"health_timeout": 0}, ["llm_serving_health_timeout 0 is not 1..86400 seconds"], id="timeout-0"),
+        pytest.param(None, {"health_timeout": "15m"}, ["llm_serving_health_timeout '15m'"], id="timeout-with-unit"),
+        pytest.param(None, {"health_timeout": 86401}, ["llm_serving_health_timeout 86401"], id="timeout-too-long"),
+        # rule 33: find-links
+        pytest.param(None, {"pip_find_links": ["wheelhouse"]}, ["llm_serving_pip_find_links entry 'wheelhouse' is not an absolute"],
+                     id="find-links-relative"),
+        pytest.param(None, {"pip_find_links": ["/srv/my wheels"]}, ["entry '/srv/my wheels'"], id="find-links-blank"),
+        pytest.param(None, {"pip_find_links": ["ftp://x/wheels"]}, ["entry 'ftp://x/wheels'"], id="find-links-ftp"),
+        # rule 34: no index without find-links
+        pytest.param(None, {"pip_no_index": True}, ["llm_serving_pip_no_index is true but llm_serving_pip_find_links is empty"],
+                     id="no-index-no-wheelhouse"),
+        # rule 35: pip extra args
+        pytest.param(None, {"pip_extra_args": ["index-url=https://x"]}, ["llm_serving_pip_extra_args item 'index-url=https://x'"],
+                     id="extra-args-not-an-option"),
+        pytest.param(None, {"pip_extra_args": ["--pre\n"]}, ["llm_serving_pip_extra_args item '--pre\\n'"], id="pip-args-newline"),
+        # rule 36: packages
+        pytest.param(None, {"packages": {**PACKAGES, "llama_cpp": []}},
+                     ["llm_serving_llamacpp_packages is empty but this host needs the llama_cpp virtualenv"], id="no-llama-cpp-package"),
+        pytest.param(None, {"packages": {**PACKAGES, "fastchat": ["fschat[webui]=0.2.36"]}},
+                     ["llm_serving_fastchat_packages entry 'fschat[webui]=0.2.36' is not a PEP 508 requirement"],
+                     id="requirement-single-equals"),
+        pytest.param([vllm()], {"packages": {**PACKAGES, "vllm": ["vllm 0.11.0"]}},
+                     ["llm_serving_vllm_packages entry 'vllm 0.11.0' is not a PEP 508"], id="requirement-blank"),
+        # rule 37: something for the web UI to show
+        pytest.param([], {}, ["llm1: llm_serving_models is empty but llm_serving_fastchat_enabled is true"], id="web-ui-without-models"),
+        pytest.param(None, {"fastchat_anony_only": ["tiny-a"]}, ["llm_serving_fastchat_anony_only hides every served model"],
+                     id="every-model-anony-only"),
+        # rule 38: anony_only names served models
+        pytest.param([tiny(), tiny(name="tiny-b", port=8102)], {"fastchat_anony_only": ["tiny-c"]},
+                     ["llm_serving_fastchat_anony_only names 'tiny-c', which llm_serving_models does not serve (tiny-a, tiny-b)"],
+                     id="anony-only-unknown-model"),
+    ],
+)
+def test_one_problem(models, kwargs, expected):
+    found = check(models, **kwargs)
+    assert len(found) == 1, found
+    for part in expected:
+        assert part in found[0], found
+    assert found[0].startswith("llm1: ") and "Fix:" in found[0]
+
+
+def test_host_names_are_two_problems():
+    """Rules 25 and 26: each variable is named in its own message."""
+    found = check(bind_address="localhost", client_address="localhost")
+    assert len(found) == 2, found
+    assert "llm_serving_bind_address 'localhost' is not an IP address" in found[0]
+    assert "llm_serving_client_address 'localhost' is not an IP address" in found[1]
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"models": [tiny(name="tiny-a\n")]}, {"home": "/opt/llm\n"}, {"user": "llm\n"}, {"api_key": "k\n"},
+], ids=["name", "home", "user", "api-key"])
+def test_a_trailing_line_break_is_refused(kwargs):
+    found = check(kwargs.pop("models", None), **kwargs)
+    assert len(found) == 1, found
+
+
+@pytest.mark.parametrize("kwargs", [{"api_key": 'se"cret value'}, {"hf_token": "hf_secret value"}], ids=["api-key", "hf-token"])
+def test_secrets_are_never_shown(kwargs):
+    found = check(**kwargs)
+    assert len(found) == 1, found
+    assert "secret" not in found[0]
+
+
+def test_a_vllm_model_on_a_cpu_host_is_not_planned():
+    found = check([vllm(), vllm(name="b", port=8001)], gpus=[])
+    assert len(found) == 1 and "has no GPU (nvidia-smi: no GPU listed)" in found[0], found
+
+
+def test_a_bad_vllm_model_is_not_planned_too():
+    found = check([vllm(dtype="bf16", max_model_len=10 ** 6)])
+    assert len(found) == 1 and "dtype 'bf16'" in found[0], found
+
+
+def test_several_problems_are_all_reported():
+    found = check([tiny(port=6817, name="a b"), tiny(name="b", port=6817)], bind_address="::::", health_timeout=0)
+    assert len(found) == 5, found
+    assert all(p.startswith("llm1: ") and "Fix:" in p for p in found)
+
+
+def test_web_ui_ports_are_not_checked_when_it_is_off():
+    assert check([tiny(port=7860)], fastchat_enabled=False, fastchat_bind_address="nonsense") == []
+
+
+def test_reserved_ports_must_be_ports():
+    with pytest.raises(AnsibleFilterError, match="reserved_ports key 'x-y'"):
+        check(reserved_ports={"x-y": "nobody"})
+
+
+def test_not_a_list():
+    with pytest.raises(AnsibleFilterError, match="must be the list llm_serving_models"):
+        PROBLEMS({"name": "tiny-a"}, host="llm1")
+
+
+def test_the_role_reserves_the_ports_of_the_cluster_roles():
+    """vars/main.yml's table is the one the role passes; it holds every daemon the other roles start."""
+    import yaml
+
+    table = yaml.safe_load((Path(__file__).resolve().parents[4] / "roles" / "llm_serving" / "vars" / "main.yml").read_text())
+    reserved = table["__llm_serving_reserved_ports"]
+    for port in (22, 111, 2049, 3306, 6443, 6817, 6818, 6819, 9090, 24007, "49152-60999"):
+        assert port in reserved, port
+    for port, owner in [(6818, "slurmd"), (50000, "GlusterFS"), (9090, "rate-limit monitor")]:
+        found = PROBLEMS([tiny(port=port)], host="llm1", reserved_ports=reserved, packages=PACKAGES)
+        assert len(found) == 1 and owner in found[0], found

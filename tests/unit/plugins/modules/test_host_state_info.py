@@ -1,0 +1,102 @@
+"""host_state_info: its parsers on output captured from Debian 12 nodes (tests/unit/fixtures/debian), and the
+module's paths on a real temporary directory."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.hpclab.cluster.plugins.modules import host_state_info as m
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "debian"
+
+
+def fixture(name: str) -> str:
+    return (FIXTURES / name).read_text()
+
+
+def test_dpkg_query_lists_the_installed_packages_with_their_version():
+    assert m.parse_dpkg_query(fixture("dpkg-query-installed.txt")) == {
+        "libmunge2": "0.5.15-2+deb12u1",
+        "munge": "0.5.15-2+deb12u1",
+        "slurmctld": "22.05.8-4+deb12u3",
+    }
+
+
+def test_dpkg_query_leaves_out_a_package_known_but_not_installed():
+    installed = m.parse_dpkg_query(fixture("dpkg-query-wildcard.txt"))
+    assert "slurm-wlm-plugins" not in installed
+    assert installed["slurmd"] == "22.05.8-4+deb12u3"
+
+
+@pytest.mark.parametrize(
+    "line, installed",
+    [
+        ("munge\tii \t0.5.15-2\n", True),
+        ("munge\thi \t0.5.15-2\n", True),  # held
+        ("munge\trc \t0.5.15-2\n", False),  # removed, its configuration files left
+        ("munge\tiU \t0.5.15-2\n", False),  # unpacked, not configured
+        ("munge\tun \t\n", False),
+    ],
+)
+def test_dpkg_status_that_counts_as_installed(line, installed):
+    assert ("munge" in m.parse_dpkg_query(line)) is installed
+
+
+def test_missing_packages_as_apt_takes_them():
+    installed = m.parse_dpkg_query(fixture("dpkg-query-installed.txt"))
+    entries = ["munge", "slurmd", "munge=0.5.15-2+deb12u1", "slurmctld=21.08.5-2", "slurm*", "libmunge2:amd64", "munge/bookworm"]
+    assert m.missing_packages(entries, installed) == ["slurmd", "slurmctld=21.08.5-2", "slurm*", "munge/bookworm"]
+
+
+def test_systemctl_show_one_block_per_unit_in_order():
+    units = m.parse_systemctl_show(fixture("systemctl-show.txt"))
+    assert [u["Id"] for u in units] == ["munge.service", "slurmctld.service", "nosuch.service"]
+    assert m.unit_state(units[0]) == {"loaded": True, "active": True, "enabled": True, "state": "active", "unit_file_state": "enabled"}
+    assert m.unit_state(units[2]) == {"loaded": False, "active": False, "enabled": False, "state": "inactive", "unit_file_state": ""}
+
+
+@pytest.mark.parametrize("unit_file_state, enabled", [("enabled", True), ("static", True), ("disabled", False), ("masked", False)])
+def test_enabled_unit_file_states(unit_file_state, enabled):
+    assert m.unit_state({"ActiveState": "active", "UnitFileState": unit_file_state})["enabled"] is enabled
+
+
+def test_unit_names():
+    assert m.unit_name("munge") == "munge.service"
+    assert m.unit_name("gluster.mount") == "gluster.mount"
+
+
+def run(capsys, **args):
+    with patch_module_args(args), pytest.raises(SystemExit):
+        m.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def test_paths_as_stat_reads_them(tmp_path, capsys):
+    key = tmp_path / "munge.key"
+    key.write_bytes(b"k" * 128)
+    key.chmod(0o400)
+    (tmp_path / "link").symlink_to(key)
+    result = run(capsys, paths=[str(key), str(tmp_path), str(tmp_path / "link"), str(tmp_path / "none")])
+    assert result["changed"] is False
+    paths = result["paths"]
+    assert paths[str(key)]["checksum"] == hashlib.sha256(b"k" * 128).hexdigest()
+    assert (paths[str(key)]["mode"], paths[str(key)]["isreg"], paths[str(key)]["isdir"]) == ("0400", True, False)
+    assert paths[str(tmp_path)]["isdir"] is True and "checksum" not in paths[str(tmp_path)]
+    assert paths[str(tmp_path / "link")]["islnk"] is True
+    assert paths[str(tmp_path / "none")] == {"exists": False}
+    assert paths[str(key)]["pw_name"] == __import__("pwd").getpwuid(os.getuid()).pw_name
+
+
+def test_without_dpkg_and_systemd_everything_is_to_do(capsys, monkeypatch):
+    monkeypatch.setattr(m.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: None)
+    result = run(capsys, packages=["munge"], services=["munge"])
+    assert result["packages_missing"] == ["munge"]
+    assert result["packages"] == {"munge": None}
+    assert result["services"]["munge"]["active"] is False
