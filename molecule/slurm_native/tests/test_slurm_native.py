@@ -204,7 +204,9 @@ def test_bad_input_fails_before_any_change(extra_vars, words):
     if "slurm_worker_mode" in extra_vars:
         # The controller's play has nothing to change; the workers' fails in its preflight.
         assert run.rc != 0 and run.total_changed == 0 and "slurm_worker_mode" in run.output and "Fix:" in run.output, run
+        assert f"but {WORKERS[0]} has no address on the macvlan network" in run.output, run
         assert conf_checksums() == before_conf and daemon_ids() == before_ids
+        assert wait_for_idle_workers() == "idle,slurmd[1-2]"
         return
     assert_failed_before_any_change(run, before_conf, before_ids, *words)
 
