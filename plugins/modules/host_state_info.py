@@ -130,11 +130,16 @@ def parse_dpkg_query(out: str) -> dict:
     return versions
 
 
+def is_pattern(entry: str) -> bool:
+    """A wildcard or a release (NAME/RELEASE): apt resolves it, dpkg-query cannot say whether it is installed."""
+    return any(c in entry for c in "*?[/")
+
+
 def missing_packages(entries: list, installed: dict) -> list:
     """The ENTRIES (as given to apt) that INSTALLED ({name: version}) does not satisfy."""
     missing = []
     for entry in entries:
-        if any(c in entry for c in "*?[/") or entry.count("=") > 1:
+        if is_pattern(entry) or entry.count("=") > 1:
             missing.append(entry)
             continue
         name, version = (entry.split("=", 1) + [""])[:2]
@@ -216,7 +221,7 @@ def main():
         dpkg_query = module.get_bin_path("dpkg-query")
         if dpkg_query:
             # rc 1 only says that some name matched no package: the others are still listed.
-            names = sorted({package_name(p) for p in packages if not any(c in p for c in "*?[/")})
+            names = sorted({package_name(p) for p in packages if not is_pattern(p)})
             rc, out, err = module.run_command([dpkg_query, "-W", "-f", "${Package}\t${db:Status-Abbrev}\t${Version}\n"] + names)
             if rc not in (0, 1):
                 module.fail_json(msg=f"dpkg-query -W failed: rc={rc}, stderr: {err.strip()}", **result)
