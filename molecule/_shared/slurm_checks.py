@@ -43,12 +43,12 @@ mpirun -np 8 --oversubscribe --bind-to none python3 {HOME}/mpi_pi.py
 
 
 def check_mpi_pi(host, as_user, workers):
-    """sbatch the MPI pi program (8 ranks over both workers) from HOST, where the shared home is
+    """sbatch the MPI pi program (8 ranks over the two WORKERS) from HOST, where the shared home is
     mounted; AS_USER turns a command into one run as the cluster user where jobs are submitted."""
     host.check_output(f"cat > {HOME}/mpi_pi.py <<'EOF'\n{PI_PROGRAM}EOF")
     host.check_output(f"cat > {HOME}/mpi_pi.sh <<'EOF'\n{PI_JOB}EOF")
     host.check_output(f"chown {UID}:{GID} {HOME}/mpi_pi.py {HOME}/mpi_pi.sh")
-    submitted = host.run(as_user("timeout 300 sbatch --wait --parsable mpi_pi.sh"))
+    submitted = host.run(as_user(f"timeout 300 sbatch --wait --parsable --nodelist={','.join(workers)} mpi_pi.sh"))
     job_id = submitted.stdout.strip().split(";")[0]
     output = host.run(f"cat {HOME}/mpi-pi-{job_id}.out").stdout
     assert submitted.rc == 0, (submitted.stderr, output)

@@ -27,6 +27,12 @@ description:
     C(/dev), mounted on a canonical absolute path other than C(/), no device or mount point twice;
     (17) each brick device is a block device on this host and (18) one without a filesystem is
     formatted only with O(format_brick_devices); (19) O(peer_timeout) is at least 1."
+  - "A host of O(client_group) that is not in O(group) is a client: it holds no brick and only mounts the volume.
+    On a client rules 3 to 9 and 11 check O(pool_volumes), the volumes as the brick hosts define them (so that bad
+    volumes fail the whole play before any change, and the client mounts a volume they serve); rules 16 to 18 are
+    the brick hosts'. And (20) a client has a host of O(group) to mount from and a volume those hosts define (rule 2
+    on a brick host); (21) its O(client_packages) are Debian package names that hold C(glusterfs-client) and not
+    C(glusterfs-server) (a client never runs glusterd); (22) it has no O(brick_devices)."
 options:
   _input:
     description: C(glusterfs_volumes).
@@ -51,6 +57,26 @@ options:
     description: C(glusterfs_group), for the messages.
     type: str
     default: glusterfs
+  client_hosts:
+    description: The hosts of the inventory group O(client_group); those outside O(group_hosts) are clients.
+    type: list
+    elements: str
+    default: []
+  client_group:
+    description: C(glusterfs_client_group), for the messages.
+    type: str
+    default: glusterfs_clients
+  client_packages:
+    description: C(glusterfs_client_packages), checked on a client.
+    type: list
+    elements: str
+    default: [glusterfs-client]
+  pool_volumes:
+    description:
+      - C(glusterfs_volumes) as the brick hosts define them (the first host of O(group)); a client's mount is checked
+        against them, as its own C(glusterfs_volumes) may be the role's default. Default is O(_input).
+    type: list
+    elements: dict
   allow_replica_set_on_one_host:
     description: C(glusterfs_allow_replica_set_on_one_host).
     type: bool
@@ -109,6 +135,12 @@ EXAMPLES = r"""
     __problems: >-
       {{ glusterfs_volumes | hpclab.cluster.glusterfs_problems(host=inventory_hostname,
            group_hosts=groups['glusterfs'], play_hosts=ansible_play_hosts, mount_volume=glusterfs_mount_volume) }}
+
+# A client (in glusterfs_clients, not in glusterfs) that asks for glusterd:
+# [{"name": "gv0", "replica": 3, "brick_dirs": ["/bricks/gv0/brick1"]}]
+#   | hpclab.cluster.glusterfs_problems(host="gpu1", group_hosts=["n1", "n2", "n3"], client_hosts=["gpu1"],
+#                                       mount_volume="gv0", client_packages=["glusterfs-server"])
+# => ["gpu1: glusterfs_client_packages ['glusterfs-server'] lacks glusterfs-client ...; holds glusterfs-server ... Fix: ..."]
 """
 
 RETURN = r"""
@@ -120,16 +152,20 @@ _value:
 
 import re
 from collections.abc import Mapping
+from fnmatch import fnmatchcase
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.hpclab.cluster.plugins.filter.gluster_volume_layout import gluster_volume_layout
-from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import PATH_CHARS, not_canonical, to_int
+from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import PATH_CHARS, not_canonical, package_problems, to_int
 
 _OPTION_NAME = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
 # Debian's adduser rule (NAME_REGEX), or a numeric id.
 _OWNER = re.compile(r"^([a-z_][a-z0-9_-]*\$?|[0-9]+)$")
 _MODE = re.compile(r"^[0-7]{3,4}$")
+# Debian: glusterfs-client ships mount.glusterfs (the FUSE client); glusterfs-server ships glusterd.
+_CLIENT_PACKAGE = "glusterfs-client"
+_SERVER_PACKAGE = "glusterfs-server"
 
 
 def _path_problem(value, relative=False):
@@ -194,25 +230,80 @@ def _option_problems(where, options):
     return problems
 
 
+def _client_packages_problem(packages):
+    """Rule 21: why a client's package list cannot give it the FUSE client without glusterd, or None."""
+    reasons = package_problems(packages)
+    if isinstance(packages, (list, tuple)):
+        names = [name.split("=")[0].split(">")[0].split(":")[0] for name in packages if isinstance(name, str)]
+        # apt takes fnmatch wildcards: 'glusterfs-*' would install glusterd too.
+        if not any(fnmatchcase(_CLIENT_PACKAGE, name) for name in names):
+            reasons.append(f"lacks {_CLIENT_PACKAGE}, which holds mount.glusterfs")
+        reasons += [f"holds {name}, which installs glusterd" for name in names if fnmatchcase(_SERVER_PACKAGE, name)]
+    if not reasons:
+        return None
+    return (
+        f"glusterfs_client_packages {packages!r} {'; '.join(reasons)}. Fix: keep the default [{_CLIENT_PACKAGE}]: a client "
+        f"only mounts the volume and never runs glusterd; a host that should run it belongs in glusterfs_group."
+    )
+
+
+def _client_problems(volumes, group, client_group, group_hosts, client_packages, brick_devices):
+    """Rules 20, 21 and 22 for a client."""
+    problems = []
+    if not group_hosts:
+        problems.append(
+            f"is a client (inventory group '{client_group}', variable glusterfs_client_group) but the group '{group}' "
+            "(variable glusterfs_group) has no host, so no brick host serves a volume to mount. Fix: list the hosts that "
+            f"carry the bricks in '{group}', or set glusterfs_group to their group."
+        )
+    elif not volumes:
+        problems.append(
+            f"is a client but the brick hosts (group '{group}') define no volume: glusterfs_volumes is empty. Fix: define "
+            "the volume the cluster shares, e.g. [{name: gv0, replica: 3, brick_dirs: [/bricks/gv0/brick1]}]."
+        )
+    reason = _client_packages_problem([_CLIENT_PACKAGE] if client_packages is None else client_packages)
+    if reason:
+        problems.append(reason)
+    if brick_devices:
+        problems.append(
+            f"sets glusterfs_brick_devices but is a client (in '{client_group}', not in '{group}'): a client holds no "
+            f"brick and the role would leave those devices alone. Fix: add the host to '{group}' to carry bricks, or "
+            "remove glusterfs_brick_devices for it."
+        )
+    return problems
+
+
 def glusterfs_problems(volumes, host, group_hosts=None, play_hosts=None, group="glusterfs", allow_replica_set_on_one_host=False,
                        mount_volume="", mount_path="/gfsv", mount_options="defaults,_netdev", shared_dirs=None,
-                       brick_devices=None, block_devices=None, device_filesystems=None, format_brick_devices=False, peer_timeout=120):
+                       brick_devices=None, block_devices=None, device_filesystems=None, format_brick_devices=False, peer_timeout=120,
+                       client_hosts=None, client_group="glusterfs_clients", client_packages=None, pool_volumes=None):
     """Filter entry point: see DOCUMENTATION."""
     if isinstance(volumes, (str, bytes, Mapping)) or not hasattr(volumes, "__iter__"):
         raise AnsibleFilterError(f"glusterfs_problems: input must be the list glusterfs_volumes, got {volumes!r}")
     volumes = list(volumes)
     group_hosts = list(group_hosts or [])
+    client = host not in group_hosts and host in (client_hosts or [])
     problems = []
 
     def problem(text):
         problems.append(f"{host}: {text}")
 
-    if host not in group_hosts:
+    if host not in group_hosts and not client:
         problem(
             f"runs the glusterfs role but is not in the inventory group '{group}' (variable glusterfs_group), whose "
-            "hosts carry the bricks. Fix: add it to that group."
+            f"hosts carry the bricks, nor in '{client_group}' (variable glusterfs_client_group), whose hosts only mount "
+            "the volume. Fix: add it to one of them."
         )
-    if not volumes:
+    if client:
+        # The client mounts what the brick hosts define; its own glusterfs_volumes may be the role's default.
+        if pool_volumes is not None:
+            volumes = [] if isinstance(pool_volumes, (str, bytes, Mapping)) else list(pool_volumes or [])
+        for text in _client_problems(volumes, group, client_group, group_hosts, client_packages, brick_devices):
+            problem(text)
+        if not group_hosts:
+            volumes = []  # rule 20 said it: no brick host, no layout
+        brick_devices = []  # rule 22 said it: none is the client's
+    elif not volumes:
         problem("glusterfs_volumes is empty. Fix: list the volume the cluster shares, e.g. [{name: gv0, replica: 3, brick_dirs: [/bricks/gv0/brick1]}].")
 
     names, brick_paths = [], {}
@@ -232,8 +323,12 @@ def glusterfs_problems(volumes, host, group_hosts=None, play_hosts=None, group="
 
     if names and mount_volume not in names:
         problem(
-            f"glusterfs_mount_volume {mount_volume!r} is not one of glusterfs_volumes ({', '.join(map(str, names)) or 'none'}). "
-            "Fix: name a volume the role manages."
+            f"glusterfs_mount_volume {mount_volume!r} is not one of glusterfs_volumes ({', '.join(map(str, names)) or 'none'})"
+            + (
+                f" as the brick hosts (group '{group}') define them. Fix: name one of those volumes; set glusterfs_volumes "
+                f"and glusterfs_mount_volume where the clients (group '{client_group}') see them too, e.g. group_vars/all."
+                if client else ". Fix: name a volume the role manages."
+            )
         )
     reason = _path_problem(mount_path)
     if reason:

@@ -43,6 +43,9 @@ description:
     (30) container addresses are IPv4 addresses, none twice; (31) package lists are Debian package
     names and hold the daemons' packages; (32) in container mode the controller is not also a worker
     (its slurmctld and slurmd containers would both be named after it)."
+  - "Rule added for issue 19: (33) where there are users and O(shared_home_hosts) is given, every node
+    (the controller and each worker) is among the hosts that mount the shared volume, so that the
+    users' homes exist wherever a job runs."
   - "Slurm 22.05 has no option to check a configuration file: C(slurmctld -t) existed only in
     18.08's pre-releases (SchedMD/slurm commit 3795111063 removed it), and slurmd and slurmdbd never
     had one. So these rules check what the role writes into slurm.conf and slurmdbd.conf."
@@ -104,6 +107,12 @@ options:
     type: list
     elements: str
     default: []
+  shared_home_hosts:
+    description:
+      - C(slurm_master_shared_home_hosts), the hosts that mount the shared volume holding O(shared_home)
+        (the playbooks pass the storage layer's brick and client hosts); null skips rule 33.
+    type: list
+    elements: str
   cluster_name:
     description: C(slurm_master_cluster_name); null skips rule 12.
     type: str
@@ -632,6 +641,20 @@ def _user_values(controller, users, slurm_uid):
     ]
 
 
+def _home_hosts(controller, workers, users, shared_home, shared_home_hosts):
+    """Rule 33."""
+    if not users or shared_home_hosts is None:
+        return []
+    mounted = set(shared_home_hosts)
+    return [
+        f"{node}: the cluster users' homes under {shared_home} will not exist there (variable "
+        f"slurm_master_shared_home_hosts, the hosts that mount the shared volume, does not list {node}), so a "
+        f"job there cannot change to its home. Fix: put {node} in the glusterfs_clients group, so that "
+        "playbooks/storage.yml mounts the volume there as a GlusterFS client, or take it out of the Slurm groups."
+        for node in dict.fromkeys([controller] + list(workers)) if node not in mounted
+    ]
+
+
 def _shared_home_path(controller, shared_home):
     """Rule 17."""
     reason = mount_path_problem(shared_home) if shared_home else None
@@ -860,7 +883,7 @@ def slurm_cluster_problems(nodes, controller, workers, partitions, worker_group=
                            default_partition="", users=None, accounting=None, shared_home="",
                            shared_home_exists=True, munge_hosts=None, cluster_name=None, max_time=None,
                            memory_fraction=None, config=None, dbd_config=None, timeouts=None, container=None,
-                           packages=None):
+                           packages=None, shared_home_hosts=None):
     """Filter entry point: see DOCUMENTATION."""
     if not isinstance(nodes, Mapping) or not all(isinstance(v, Mapping) for v in nodes.values()):
         raise AnsibleFilterError(f"slurm_cluster_problems: the input must map each node to what was read of it, got {nodes!r}")
@@ -875,6 +898,7 @@ def slurm_cluster_problems(nodes, controller, workers, partitions, worker_group=
     problems += _gpus(nodes, workers)
     problems += _accounting(accounting)
     problems += _home(controller, users, shared_home, shared_home_exists)
+    problems += _home_hosts(controller, workers, users, shared_home, shared_home_hosts)
     problems += _munge(nodes, controller, workers, list(munge_hosts or []))
     slurm_uid = (container or {}).get("slurm_master_container_slurm_uid", SLURM_UID) if mode == "container" else SLURM_UID
     problems += _name_lengths(controller, workers, mode, accounting)

@@ -1,9 +1,11 @@
-"""The glusterfs role on three real glusterd nodes: a replica-3 volume, mounted everywhere, grown,
-surviving a node whose glusterd is down, and refusing bad input (a replica 2 volume without an arbiter
-among it) before any change."""
+"""The glusterfs role on three real glusterd nodes and a client without a brick: a replica-3 volume, mounted
+everywhere (the client as a GlusterFS FUSE client, again after its container restarts), grown, surviving a node
+whose glusterd is down, and refusing bad input (a replica 2 volume without an arbiter among it) before any change."""
 
 from __future__ import annotations
 
+import subprocess
+import time
 import uuid
 
 import pytest
@@ -11,6 +13,8 @@ from helpers import get_host, gluster_xml, inventory_hosts, journal_on_failure, 
 
 testinfra_hosts = inventory_hosts("glusterfs")
 FIRST, SECOND, LAST = testinfra_hosts[0], testinfra_hosts[1], testinfra_hosts[-1]
+# In glusterfs_clients only: no brick, no glusterd.
+CLIENT = inventory_hosts("glusterfs_clients")[0]
 MOUNT = "/gfsv"
 BRICK1 = "/bricks/gv0/brick1"
 GROWN = {
@@ -76,6 +80,73 @@ def test_file_written_on_first_node_read_on_last_and_on_second_brick():
     assert get_host(SECOND).check_output(f"cat {BRICK1}/replicated.txt") == content
 
 
+def test_client_has_no_glusterd():
+    client = get_host(CLIENT)
+    assert not client.package("glusterfs-server").is_installed
+    assert client.run("systemctl cat glusterd.service").rc != 0  # no such unit
+    assert client.run("pgrep -x glusterd").rc == 1
+
+
+def test_client_has_no_brick():
+    assert not get_host(CLIENT).file("/bricks").exists
+
+
+def test_client_is_not_a_peer():
+    peers = gluster_xml(get_host(FIRST), "pool", "list").findall(".//peer")
+    names = {p.findtext("hostname").split(".")[0] for p in peers}
+    assert set(testinfra_hosts[1:]) <= names and CLIENT not in names, names
+
+
+def test_client_volume_mounted():
+    mount = get_host(CLIENT).mount_point(MOUNT)
+    assert mount.exists and mount.filesystem == "fuse.glusterfs"
+
+
+def test_client_fstab_mounts_from_first_brick_host_with_every_other_as_backup():
+    fstab = get_host(CLIENT).file("/etc/fstab").content_string
+    src, path, fstype, opts = next(line.split()[:4] for line in fstab.splitlines() if f" {MOUNT} " in line)
+    assert (src, path, fstype) == (f"{FIRST}:/gv0", MOUNT, "glusterfs")
+    assert "_netdev" in opts.split(",") and f"backup-volfile-servers={':'.join(testinfra_hosts[1:])}" in opts.split(","), opts
+
+
+def test_client_sees_the_shared_home():
+    home = get_host(CLIENT).file(f"{MOUNT}/home")
+    assert home.is_directory and (home.mode, home.user) == (0o755, "root")
+
+
+def _write_random(node, path: str) -> str:
+    """Write 64 KiB of random bytes to PATH on NODE; return them, base64-encoded as read back there."""
+    node.check_output(f"head -c 65536 /dev/urandom > {path}")
+    return node.check_output(f"base64 -w0 {path}")
+
+
+def test_file_written_on_first_node_read_byte_for_byte_on_client():
+    written = _write_random(get_host(FIRST), f"{MOUNT}/from-{FIRST}.bin")
+    assert get_host(CLIENT).check_output(f"base64 -w0 {MOUNT}/from-{FIRST}.bin") == written
+
+
+def test_file_written_on_client_read_byte_for_byte_on_second_node():
+    written = _write_random(get_host(CLIENT), f"{MOUNT}/from-{CLIENT}.bin")
+    assert get_host(SECOND).check_output(f"base64 -w0 {MOUNT}/from-{CLIENT}.bin") == written
+
+
+def _docker_exec(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["docker", "exec", CLIENT, *argv], capture_output=True, text=True, timeout=30, check=False)
+
+
+def test_client_mounts_the_volume_again_after_its_container_restarts():
+    written = _write_random(get_host(FIRST), f"{MOUNT}/before-client-restart.bin")
+    subprocess.run(["docker", "restart", CLIENT], capture_output=True, text=True, timeout=120, check=True)
+    # systemd mounts it from fstab at boot (_netdev: after the network); bounded wait.
+    deadline = time.monotonic() + 90
+    while _docker_exec("findmnt", "-n", "-o", "FSTYPE", MOUNT).stdout.strip() != "fuse.glusterfs":
+        if time.monotonic() > deadline:
+            status = _docker_exec("systemctl", "status", "--no-pager", "-l", "remote-fs.target", "gfsv.mount")
+            pytest.fail(f"{MOUNT} not mounted on {CLIENT} 90 s after its restart:\n{status.stdout}{status.stderr}")
+        time.sleep(2)
+    assert get_host(CLIENT).check_output(f"base64 -w0 {MOUNT}/before-client-restart.bin") == written
+
+
 def test_check_mode_changes_nothing():
     run = run_playbook(check=True)
     assert run.rc == 0, run
@@ -127,6 +198,13 @@ BAD_INPUT = [
         [f"{FIRST}: glusterfs_volumes[gv0]: brick {MOUNT}/brick2 and glusterfs_mount_path {MOUNT} overlap"],
         id="brick-inside-the-mounted-volume",
     ),
+    # The client too: it mounts the volumes as the brick hosts define them.
+    pytest.param(
+        {"glusterfs_mount_volume": "nosuch"},
+        [f"{CLIENT}: glusterfs_mount_volume 'nosuch' is not one of glusterfs_volumes (gv0) as the brick hosts",
+         f"{FIRST}: glusterfs_mount_volume 'nosuch' is not one of glusterfs_volumes (gv0)"],
+        id="mount-volume-not-among-the-volumes",
+    ),
 ]
 
 
@@ -135,19 +213,31 @@ def test_bad_input_fails_before_any_change(extra_vars, messages):
     before = volume()
     volumes_before = get_host(FIRST).check_output("gluster --mode=script volume list")
     token = str(uuid.uuid4())
-    get_host(FIRST).check_output(f"echo {token} > {MOUNT}/bad-input-token.txt")
+    # A new file each time: GlusterFS's client-side caches (quick-read, md-cache) may serve the first read of a
+    # small file that another node overwrote from the old content (seen here about once in 40 reads).
+    get_host(FIRST).check_output(f"echo {token} > {MOUNT}/bad-input-{token}.txt")
     run = run_playbook(extra_vars=extra_vars)
     assert run.rc != 0, run
     assert all(m in run.output for m in messages) and "Fix:" in run.output, run
     assert run.total_changed == 0, run
+    assert all(run.recap[h]["failed"] == 1 for h in testinfra_hosts + [CLIENT]), run  # the client too: bad volumes fail it
     assert "install | Install GlusterFS" not in run.output, run  # failed in preflight, before install
     after = volume()
     assert [b.text for b in after.iter("name")] == [b.text for b in before.iter("name")]
     assert (after.findtext("statusStr"), after.findtext("replicaCount")) == (before.findtext("statusStr"), before.findtext("replicaCount"))
     assert get_host(FIRST).check_output("gluster --mode=script volume list") == volumes_before  # no gv2
     # The volume still serves as before: the file written before the run reads back on every node's mount.
-    for h in testinfra_hosts:
-        assert get_host(h).check_output(f"cat {MOUNT}/bad-input-token.txt") == token, h
+    for h in testinfra_hosts + [CLIENT]:
+        assert get_host(h).check_output(f"cat {MOUNT}/bad-input-{token}.txt") == token, h
+
+
+def test_bad_client_packages_fail_on_the_client_before_any_change():
+    run = run_playbook(extra_vars={"glusterfs_client_packages": ["glusterfs-client", "glusterfs-server"]})
+    assert run.rc != 0, run
+    assert f"{CLIENT}: glusterfs_client_packages ['glusterfs-client', 'glusterfs-server'] holds glusterfs-server" in run.output, run
+    assert run.recap[CLIENT]["failed"] == 1 and all(run.recap[h]["failed"] == 0 for h in testinfra_hosts), run
+    assert run.total_changed == 0, run
+    assert not get_host(CLIENT).package("glusterfs-server").is_installed
 
 
 def test_grow_to_distributed_replicate_2x3_keeps_data():
@@ -173,7 +263,7 @@ def test_glusterd_down_on_one_node_is_reported_and_nothing_recreated(glusterd_do
     bricks_before = [b.text for b in volume().iter("name")]
     run = run_playbook(extra_vars=dict(GROWN, glusterfs_peer_timeout=10))
     assert run.recap[LAST]["failed"] == 1, run  # its glusterd cannot start: reported on that host
-    assert all(run.recap[h]["failed"] == 0 for h in testinfra_hosts[:-1]), run
+    assert all(run.recap[h]["failed"] == 0 for h in testinfra_hosts[:-1] + [CLIENT]), run
     assert f"{LAST}" in run.output and "disconnected" in run.output.lower(), run
     for word in ("volume', 'create", "'delete'", "remove-brick", "'add-brick'"):
         assert word not in run.output, run
@@ -184,3 +274,4 @@ def test_volume_serves_again_once_glusterd_is_back():
     content = f"after recovery {uuid.uuid4()}"
     get_host(FIRST).check_output(f"echo '{content}' > {MOUNT}/after-recovery.txt")
     assert get_host(LAST).check_output(f"cat {MOUNT}/after-recovery.txt") == content
+    assert get_host(CLIENT).check_output(f"cat {MOUNT}/after-recovery.txt") == content

@@ -1,11 +1,14 @@
-"""Native Slurm on three real nodes: slurmctld on the controller (also the login node), slurmd on two
-workers, users' homes on GlusterFS, one MUNGE key. Jobs run as a cluster user; a second run restarts
-nothing; bad inputs fail before any change."""
+"""Native Slurm on four real nodes: slurmctld on the controller (also the login node), slurmd on three
+workers, users' homes on GlusterFS (the third worker holds no brick and mounts the volume as a client),
+one MUNGE key. Jobs run as a cluster user; a second run restarts nothing; bad inputs fail before any
+change."""
 
 from __future__ import annotations
 
 import re
+import subprocess
 import time
+import uuid
 
 import pytest
 from slurm_checks import GID, HOME, UID, USER, check_file_shared_between_jobs, check_mpi_pi, dotted_name_inventory, munge_key_away
@@ -13,6 +16,11 @@ from helpers import get_host, inventory_hosts, journal_on_failure, run_playbook
 
 CONTROLLER = inventory_hosts("slurm_master")[0]
 WORKERS = inventory_hosts("slurm_worker")
+BRICK_HOSTS = inventory_hosts("glusterfs")
+# The worker without a brick (a GlusterFS client), as the reference design's GPU server.
+CLIENT = next(w for w in WORKERS if w not in BRICK_HOSTS)
+# Every worker idle, as sinfo --format=%t,%N prints it.
+ALL_IDLE = "idle,slurmd[1-3]"
 testinfra_hosts = [CONTROLLER]
 SLURM_PLAYBOOK = "../../playbooks/slurm.yml"
 CONF = "/etc/slurm/slurm.conf"
@@ -66,18 +74,18 @@ def test_node_lines_from_worker_facts_with_95_percent_memory():
     memtotal_kb = int(get_host(WORKERS[0]).check_output("awk '/^MemTotal/ {print $2}' /proc/meminfo"))
     line = next(line for line in controller().file(CONF).content_string.splitlines() if line.startswith("NodeName="))
     real_memory = int(re.search(r"RealMemory=(\d+)", line).group(1))
-    assert line.startswith("NodeName=slurmd[1-2] ") and 0.90 * memtotal_kb / 1024 < real_memory <= 0.95 * memtotal_kb / 1024
+    assert line.startswith("NodeName=slurmd[1-3] ") and 0.90 * memtotal_kb / 1024 < real_memory <= 0.95 * memtotal_kb / 1024
 
 
-def test_sinfo_shows_both_workers_idle_in_the_default_partition():
+def test_sinfo_shows_every_worker_idle_in_the_default_partition():
     host = controller()
     for _attempt in range(30):
         out = host.check_output("sinfo --noheader --format=%P,%a,%D,%t,%N")
-        if out == "batch*,up,2,idle,slurmd[1-2]":
+        if out == "batch*,up,3,idle,slurmd[1-3]":
             break
         time.sleep(2)
     with journal_on_failure(host, "slurmctld"):
-        assert out == "batch*,up,2,idle,slurmd[1-2]"
+        assert out == "batch*,up,3,idle,slurmd[1-3]"
 
 
 def test_cluster_user_has_the_same_ids_on_every_node():
@@ -90,17 +98,53 @@ def test_home_on_the_shared_volume_owned_by_the_user():
     assert (home.is_directory, home.uid, home.gid, home.mode) == (True, UID, GID, 0o700)
 
 
-def test_srun_on_two_nodes_answers_from_both_workers():
-    out = controller().check_output(as_user("srun --nodes=2 hostname"))
+def test_srun_on_every_node_answers_from_every_worker():
+    out = controller().check_output(as_user(f"srun --nodes={len(WORKERS)} hostname"))
     assert sorted(out.split()) == WORKERS
 
 
 def test_mpi_pi_batch_job_over_two_nodes():
-    check_mpi_pi(controller(), as_user, WORKERS)
+    check_mpi_pi(controller(), as_user, [w for w in WORKERS if w in BRICK_HOSTS])
 
 
 def test_file_written_by_a_job_on_one_worker_is_read_by_a_job_on_the_other():
     check_file_shared_between_jobs(controller(), as_user, WORKERS)
+
+
+# The worker without a brick (issue 19): a GlusterFS client, where the users' homes exist as on the others.
+def test_the_worker_without_a_brick_mounts_the_volume_as_a_client_and_is_no_peer():
+    mount = get_host(CLIENT).mount_point("/gfsv")
+    assert mount.exists and mount.filesystem == "fuse.glusterfs", mount
+    fstab = get_host(CLIENT).file("/etc/fstab").content_string
+    line = next(line for line in fstab.splitlines() if " /gfsv " in line)
+    assert "backup-volfile-servers=" in line, line
+    assert CLIENT not in controller().check_output("gluster pool list")
+
+
+def read_from_the_client(name: str) -> str:
+    return controller().check_output(as_user(f"srun --nodes=1 --nodelist={CLIENT} cat {HOME}/{name}"))
+
+
+def test_a_job_on_the_worker_without_a_brick_reads_a_file_written_on_a_brick_node():
+    token = f"written on {CONTROLLER} {uuid.uuid4()}"
+    controller().check_output(as_user(f"sh -c \"echo '{token}' > {HOME}/from-brick.txt\""))
+    assert read_from_the_client("from-brick.txt") == token
+
+
+def test_the_worker_without_a_brick_rejoins_after_a_restart_with_the_volume_mounted():
+    token = f"before the restart {uuid.uuid4()}"
+    controller().check_output(as_user(f"sh -c \"echo '{token}' > {HOME}/restart.txt\""))
+    subprocess.run(["docker", "restart", CLIENT], capture_output=True, text=True, timeout=180, check=True)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        mounted = get_host(CLIENT).run("findmnt -n -o FSTYPE /gfsv").stdout.strip() == "fuse.glusterfs"
+        if mounted and wait_for_idle_workers() == ALL_IDLE:
+            break
+        time.sleep(3)
+    with journal_on_failure(get_host(CLIENT), "slurmd"):
+        assert get_host(CLIENT).mount_point("/gfsv").filesystem == "fuse.glusterfs"
+        assert wait_for_idle_workers() == ALL_IDLE
+    assert read_from_the_client("restart.txt") == token
 
 
 def test_a_run_that_changes_nothing_restarts_nothing():
@@ -121,7 +165,7 @@ def wait_for_idle_workers():
     host = controller()
     for _attempt in range(30):
         out = host.check_output("sinfo --noheader --format=%t,%N")
-        if out == "idle,slurmd[1-2]":
+        if out == ALL_IDLE:
             return out
         time.sleep(2)
     return out
@@ -155,10 +199,10 @@ def test_changed_node_lines_restart_slurmctld_then_every_slurmd():
     line = next(line for line in controller().file(CONF).content_string.splitlines() if line.startswith("NodeName="))
     real_memory = re.search(r"RealMemory=(\d+)", line).group(1)
     assert f"RealMemory={real_memory}" in controller().check_output(f"scontrol show node {WORKERS[0]}")
-    assert wait_for_idle_workers() == "idle,slurmd[1-2]"
+    assert wait_for_idle_workers() == ALL_IDLE
     back = run_playbook(SLURM_PLAYBOOK)
     assert back.rc == 0, back
-    assert wait_for_idle_workers() == "idle,slurmd[1-2]"
+    assert wait_for_idle_workers() == ALL_IDLE
 
 
 def assert_failed_before_any_change(run, before_conf, before_ids, *words):
@@ -169,8 +213,8 @@ def assert_failed_before_any_change(run, before_conf, before_ids, *words):
     assert "preflight |" in run.output and "configure | " not in run.output, run
     assert conf_checksums() == before_conf
     assert daemon_ids() == before_ids
-    # The cluster still answers as before: sinfo on the controller, both workers idle.
-    assert wait_for_idle_workers() == "idle,slurmd[1-2]"
+    # The cluster still answers as before: sinfo on the controller, every worker idle.
+    assert wait_for_idle_workers() == ALL_IDLE
 
 
 BAD_INPUTS = [
@@ -190,6 +234,11 @@ BAD_INPUTS = [
         id="misspelt-slurm-conf-key",
     ),
     pytest.param(
+        {"slurm_master_shared_home_hosts": BRICK_HOSTS},
+        [f"{CLIENT}: the cluster users' homes under /gfsv/home will not exist there", "glusterfs_clients"],
+        id="worker-that-does-not-mount-the-shared-volume",
+    ),
+    pytest.param(
         {"slurm_worker_mode": "container", "slurm_master_mode": "native"},
         ["slurm_worker_mode is 'container'", "docker_macvlan"],
         id="worker-container-mode-without-macvlan",
@@ -206,7 +255,7 @@ def test_bad_input_fails_before_any_change(extra_vars, words):
         assert run.rc != 0 and run.total_changed == 0 and "slurm_worker_mode" in run.output and "Fix:" in run.output, run
         assert f"but {WORKERS[0]} has no address on the macvlan network" in run.output, run
         assert conf_checksums() == before_conf and daemon_ids() == before_ids
-        assert wait_for_idle_workers() == "idle,slurmd[1-2]"
+        assert wait_for_idle_workers() == ALL_IDLE
         return
     assert_failed_before_any_change(run, before_conf, before_ids, *words)
 

@@ -3,8 +3,8 @@ job runs on it, waits until the job has ended, resumes it, changes nothing on a 
 bad input before any change; the rolling maintenance playbook restarts every slurmd while a job runs,
 and the job completes with exit code 0.
 
-The tests run in file order on the slurm_native cluster, after test_slurm_native.py: each leaves both
-workers idle."""
+The tests run in file order on the slurm_native cluster, after test_slurm_native.py: each leaves every
+worker idle."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from helpers import get_host, inventory_hosts, journal_on_failure, run_playbook
 
 CONTROLLER = inventory_hosts("slurm_master")[0]
 WORKERS = inventory_hosts("slurm_worker")
-W1, W2 = WORKERS
+W1, W2 = WORKERS[:2]
 testinfra_hosts = [CONTROLLER]
 ROLLING = "../../playbooks/slurm_rolling_restart.yml"
 USER, HOME = "alice", "/gfsv/home/alice"
@@ -87,7 +87,7 @@ def slurmd_pids() -> dict:
 
 @pytest.fixture(autouse=True)
 def back_in_service():
-    """Whatever a test did, leave both workers idle and in service."""
+    """Whatever a test did, leave every worker idle and in service."""
     yield
     host = controller()
     host.run(f"scancel --user={USER}")
@@ -97,10 +97,10 @@ def back_in_service():
     wait_idle(*WORKERS)
 
 
-def test_both_workers_idle_to_begin_with():
+def test_every_worker_idle_to_begin_with():
     host = controller()
     with journal_on_failure(host, "slurmctld"):
-        assert wait_idle(*WORKERS) == {W1: "idle", W2: "idle"}
+        assert wait_idle(*WORKERS) == {w: "idle" for w in WORKERS}
 
 
 # ------------------------------------------------------------------------------ drain, wait, resume
@@ -141,11 +141,11 @@ def test_resume_returns_idle_and_a_second_resume_is_no_change(tmp_path):
     NUMBERS["no-change call, 1 node (task incl. transport), s"] = round(again["task_seconds"], 2)
 
 
-def test_no_change_on_both_workers_by_hostlist(tmp_path):
+def test_no_change_on_every_worker_by_hostlist(tmp_path):
     prefix = W1.rstrip("0123456789")
-    result = node_state(tmp_path, nodes=[f"{prefix}[1-2]"], state="undrain")
+    result = node_state(tmp_path, nodes=[f"{prefix}[1-{len(WORKERS)}]"], state="undrain")
     assert result["changed"] is False and sorted(result["nodes"]) == WORKERS, result
-    NUMBERS["no-change call, 2 nodes by hostlist (task incl. transport), s"] = round(result["task_seconds"], 2)
+    NUMBERS[f"no-change call, {len(WORKERS)} nodes by hostlist (task incl. transport), s"] = round(result["task_seconds"], 2)
 
 
 def test_check_mode_predicts_and_changes_nothing(tmp_path):
@@ -194,14 +194,14 @@ def test_rolling_restart_while_a_job_runs_loses_no_job():
     job_id = submit(W1, 30, "rolljob")
     started = time.monotonic()
     run = run_playbook(ROLLING, extra_vars={"slurm_rolling_poll_interval": 1})
-    NUMBERS["rolling restart of 2 workers with a 30 s job, s"] = round(time.monotonic() - started, 1)
+    NUMBERS[f"rolling restart of {len(WORKERS)} workers with a 30 s job, s"] = round(time.monotonic() - started, 1)
     assert run.rc == 0, run
     fields = job_fields(job_id)
     assert (fields["JobState"], fields["ExitCode"], fields["Restarts"]) == ("COMPLETED", "0:0", "0"), fields
     assert controller().file(f"{HOME}/rolljob.end").exists
     after = slurmd_pids()
     assert all(after[w] != before[w] for w in WORKERS), (before, after)
-    assert wait_idle(*WORKERS, seconds=5) == {W1: "idle", W2: "idle"}
+    assert wait_idle(*WORKERS, seconds=5) == {w: "idle" for w in WORKERS}
 
 
 def test_rolling_restart_in_check_mode_changes_nothing():

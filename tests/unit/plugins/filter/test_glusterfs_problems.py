@@ -13,6 +13,8 @@ HOSTS = ["n1", "n2", "n3"]
 SHARED = [{"path": "home", "owner": "root", "group": "root", "mode": "0755"},
           {"path": "munge", "owner": "root", "group": "root", "mode": "0700"}]
 DEVICE = {"device": "/dev/sdb", "fstype": "xfs", "mount": "/bricks/gv0"}
+# A host of glusterfs_clients outside glusterfs: it mounts the volume without a brick.
+CLIENT = {"host": "c1", "client_hosts": ["c1"], "play_hosts": HOSTS + ["c1"]}
 
 
 def volume(**overrides):
@@ -54,6 +56,17 @@ def test_registered():
         pytest.param(None, {"brick_devices": [{"device": "/dev/disk/by-id/usb-stick", "mount": "/bricks/gv0"}],
                             "block_devices": ["/dev/disk/by-id/usb-stick"]}, id="device-by-id"),
         pytest.param(None, {"peer_timeout": "30"}, id="peer-timeout-string"),
+        # a client of the brick hosts
+        pytest.param(None, dict(CLIENT), id="client-role-defaults"),
+        pytest.param(None, dict(CLIENT, client_packages=["glusterfs-client", "attr"]), id="client-more-packages"),
+        pytest.param(None, dict(CLIENT, client_packages=["glusterfs-client=10.3-5"]), id="client-package-pinned"),
+        pytest.param(None, dict(CLIENT, host="n1", client_hosts=HOSTS + ["c1"], client_packages=["glusterfs-server"]),
+                     id="host-in-both-groups-is-a-brick-host"),
+        # the client's own glusterfs_volumes (the role's default where group_vars/glusterfs sets the brick hosts') are not
+        # its to check: the brick hosts check theirs, and the mount is checked against theirs
+        pytest.param([volume(replica=2, brick_dirs=["/b"])], dict(CLIENT, mount_volume="shared",
+                                                                  pool_volumes=[volume(name="shared")]), id="client-pool-volumes"),
+        pytest.param(None, dict(CLIENT, brick_devices=[]), id="client-no-brick-devices"),
     ],
 )
 def test_valid_input_has_no_problem(volumes, kwargs):
@@ -65,7 +78,8 @@ def test_valid_input_has_no_problem(volumes, kwargs):
     [
         # rule 1: the host is in its group
         pytest.param(None, {"host": "n9", "play_hosts": HOSTS + ["n9"]},
-                     ["n9: runs the glusterfs role but is not in the inventory group 'glusterfs' (variable glusterfs_group)"], id="host-not-in-group"),
+                     ["n9: runs the glusterfs role but is not in the inventory group 'glusterfs' (variable glusterfs_group)",
+                      "nor in 'glusterfs_clients' (variable glusterfs_client_group)"], id="host-not-in-group"),
         # rule 2: at least one volume (the mounted one is missing then too)
         pytest.param([], {"mount_volume": ""}, ["n1: glusterfs_volumes is empty"], id="no-volume"),
         # rule 3: dicts
@@ -161,6 +175,55 @@ def test_valid_input_has_no_problem(volumes, kwargs):
         # rule 19: peer timeout
         pytest.param(None, {"peer_timeout": 0}, ["glusterfs_peer_timeout 0 is not a number of seconds of at least 1"], id="peer-timeout-0"),
         pytest.param(None, {"peer_timeout": "soon"}, ["glusterfs_peer_timeout 'soon'"], id="peer-timeout-word"),
+        # rule 9 on a client: against the volumes of the brick hosts
+        pytest.param(None, dict(CLIENT, mount_volume="nosuch"),
+                     ["c1: glusterfs_mount_volume 'nosuch' is not one of glusterfs_volumes (gv0) as the brick hosts (group 'glusterfs')"],
+                     id="client-mount-volume"),
+        pytest.param(None, dict(CLIENT, pool_volumes=[volume(name="shared")]),
+                     ["c1: glusterfs_mount_volume 'gv0' is not one of glusterfs_volumes (shared)",
+                      "where the clients (group 'glusterfs_clients') see them too"], id="client-mount-volume-not-the-pools"),
+        # rules 3 to 8 and 11 on a client: the brick hosts' volumes, so that bad volumes fail every host of the play
+        pytest.param([volume()], dict(CLIENT, group_hosts=["n1", "n2"], pool_volumes=[volume(replica=2, brick_dirs=["/b"])]),
+                     ["c1: glusterfs_volumes[gv0]: replica 2 without an arbiter"], id="client-pool-replica-2"),
+        pytest.param(None, dict(CLIENT, play_hosts=["n1", "n2", "c1"]), ["c1: glusterfs_volumes[gv0]: brick host 'n3' is not in this play"],
+                     id="client-without-a-brick-host-in-the-play"),
+        pytest.param(None, dict(CLIENT, pool_volumes=[volume(brick_dirs=["/gfsv/b"])]),
+                     ["c1: glusterfs_volumes[gv0]: brick /gfsv/b and glusterfs_mount_path /gfsv overlap"], id="client-pool-brick-in-mount"),
+        # rule 20: a client has brick hosts to mount from, which define a volume
+        pytest.param(None, dict(CLIENT, group_hosts=[], play_hosts=["c1"]),
+                     ["c1: is a client (inventory group 'glusterfs_clients', variable glusterfs_client_group) but the group "
+                      "'glusterfs' (variable glusterfs_group) has no host"], id="client-without-brick-hosts"),
+        pytest.param(None, dict(CLIENT, pool_volumes=[]),
+                     ["c1: is a client but the brick hosts (group 'glusterfs') define no volume: glusterfs_volumes is empty"],
+                     id="client-without-volume"),
+        pytest.param([], dict(CLIENT), ["define no volume"], id="client-without-volume-own-list"),
+        # rule 21: a client's packages
+        pytest.param(None, dict(CLIENT, client_packages="glusterfs-client"),
+                     ["c1: glusterfs_client_packages 'glusterfs-client' is not a list of package names"], id="client-packages-string"),
+        pytest.param(None, dict(CLIENT, client_packages=["glusterfs-client", "Bad Name"]),
+                     ["entry 'Bad Name' is not a Debian package name", "Fix: keep the default [glusterfs-client]"],
+                     id="client-packages-bad-name"),
+        pytest.param(None, dict(CLIENT, client_packages=["glusterfs-common"]),
+                     ["glusterfs_client_packages ['glusterfs-common'] lacks glusterfs-client, which holds mount.glusterfs"],
+                     id="client-packages-without-client"),
+        pytest.param(None, dict(CLIENT, client_packages=["glusterfs-client", "glusterfs-server"]),
+                     ["holds glusterfs-server, which installs glusterd", "never runs glusterd"], id="client-packages-with-server"),
+        pytest.param(None, dict(CLIENT, client_packages=["glusterfs-*"]), ["holds glusterfs-*, which installs glusterd"],
+                     id="client-packages-wildcard-with-server"),
+        pytest.param(None, dict(CLIENT, client_packages=[]), ["glusterfs_client_packages [] lacks glusterfs-client"],
+                     id="client-packages-empty"),
+        # rule 22: a client holds no brick
+        pytest.param(None, dict(CLIENT, brick_devices=[DEVICE], block_devices=["/dev/sdb"]),
+                     ["c1: sets glusterfs_brick_devices but is a client (in 'glusterfs_clients', not in 'glusterfs')",
+                      "Fix: add the host to 'glusterfs' to carry bricks"], id="client-with-brick-devices"),
+        # rules 10, 12 and 14 hold on a client as on a brick host: it mounts the same volume the same way
+        pytest.param(None, dict(CLIENT, mount_path="gfsv"), ["c1: glusterfs_mount_path 'gfsv' is not an absolute path"],
+                     id="client-mount-path"),
+        pytest.param(None, dict(CLIENT, mount_options="defaults,backup-volfile-servers=n2"),
+                     ["c1: glusterfs_mount_options 'defaults,backup-volfile-servers=n2' sets the backup volfile servers"],
+                     id="client-mount-options"),
+        pytest.param(None, dict(CLIENT, shared_dirs=[{"path": "scratch", "mode": "1777"}]), ["c1: glusterfs_shared_dirs[0]"],
+                     id="client-shared-dir"),
     ],
 )
 def test_one_problem(volumes, kwargs, expected):
@@ -176,6 +239,13 @@ def test_several_problems_are_all_reported():
                   peer_timeout=0)
     assert len(found) == 3, found
     assert all(p.startswith("n1: ") and "Fix:" in p for p in found)
+
+
+def test_client_problems_are_all_reported():
+    found = check(None, host="c1", client_hosts=["c1"], group_hosts=[], play_hosts=["c1"], client_packages=["glusterfs-server"],
+                  brick_devices=[DEVICE])
+    assert len(found) == 3, found
+    assert all(p.startswith("c1: ") and "Fix:" in p for p in found)
 
 
 def test_not_a_list():

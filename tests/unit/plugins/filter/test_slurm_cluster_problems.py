@@ -764,3 +764,30 @@ def test_a_node_name_with_a_trailing_line_break_is_refused():
     nodes = renamed("n1", "n1\n")
     found = check(nodes, workers=["n1\n", "n2"], partitions={"batch": ["n1\n", "n2"]})
     assert len(found) == 1 and "cannot be a Slurm node name" in found[0], found
+
+
+# Rule 33 (issue 19): with users, every Slurm node mounts the shared volume.
+def test_rule_33_a_worker_that_does_not_mount_the_shared_volume_is_named_with_the_fix():
+    problems = check(shared_home_hosts=["c1", "n1"])
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("n2: the cluster users' homes under /shared/home will not exist there")
+    assert "slurm_master_shared_home_hosts" in problems[0]
+    assert "Fix: put n2 in the glusterfs_clients group" in problems[0]
+
+
+def test_rule_33_names_the_controller_and_every_worker_missing_once_each():
+    problems = check(shared_home_hosts=[], workers=["n1", "n2", "n1"])
+    assert [p.split(":", 1)[0] for p in problems if "will not exist there" in p] == ["c1", "n1", "n2"]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        pytest.param({"shared_home_hosts": ["c1", "n1", "n2"]}, id="every-node-mounts"),
+        pytest.param({"shared_home_hosts": ["n2", "x9", "c1", "n1"]}, id="more-hosts-in-any-order"),
+        pytest.param({"shared_home_hosts": None}, id="not-known"),
+        pytest.param({"shared_home_hosts": [], "users": []}, id="no-users-no-homes"),
+    ],
+)
+def test_rule_33_holds(kwargs):
+    assert [p for p in check(**kwargs) if "will not exist there" in p] == []
