@@ -24,8 +24,23 @@ description:
     The sum of the values never exceeds what was accounted for (extra steps are whole steps, rounded DOWN)."
   - Models are placed with pins first. The others follow largest first, each on the GPU with the most room left.
     This is greedy; pin models where a tighter packing is needed.
-  - A plan that cannot fit raises an error. It names the model, the GPU and the shortfall in GiB, and says what
-    would make it fit (a shorter max_model_len, an fp8 KV cache, another GPU).
+  - "Tensor parallelism: a model with O(models[].tensor_parallel_size) N (vLLM C(--tensor-parallel-size)) runs one rank on
+    each of N GPUs, pinned with O(models[].gpus) or else the N GPUs with the most room. Each rank holds 1/N of the weights
+    and 1/N of the KV heads (N must divide C(num_key_value_heads); with fewer KV heads than GPUs, vLLM gives each GPU one
+    copy and N must be a multiple of them). The activation overhead and CUDA graphs count in full on every rank. Every
+    rank gets the same C(--gpu-memory-utilization), the largest that any of its GPUs needs. Each rank also holds a CUDA
+    context and O(nccl_gib) of NCCL buffers outside its budget: vLLM sets up NCCL before it measures free memory."
+  - "Quantized weights: O(models[].quantization) (C(awq), C(awq_marlin), C(gptq), C(gptq_marlin), C(fp8); vLLM
+    C(--quantization)) sizes the weights from C(parameters). The embedding and the LM head stay in O(models[].dtype), as
+    vLLM quantizes only linear layers: C(vocab_size) x C(hidden_size), twice unless C(tie_word_embeddings). Every other
+    weight takes C(bits)/8 bytes. AWQ and GPTQ add, per group of C(group_size) (default 128) input channels and per
+    output channel, an fp16 scale and a packed zero point. GPTQ also adds its C(g_idx) (4 / hidden_size bytes per weight).
+    fp8 adds one fp32 scale per output channel (4 / hidden_size bytes per weight: the per-channel case, an upper bound
+    for vLLM's per-tensor scales). C(bits) is 4 for AWQ (vLLM reads no other), 4 or 8 for GPTQ, and 8 for fp8.
+    O(models[].weights_gib) (the checkpoint's size) overrides this estimate."
+  - A plan that cannot fit raises an error. It names the model, the GPU or GPUs and the shortfall in GiB, and says what
+    would make it fit. That is a shorter max_model_len, an fp8 KV cache, the smallest tensor parallelism over the host's
+    GPUs that fits (its size dividing the KV heads), or another GPU.
   - Pure computation; nothing is read from disk. Read C(config.json) yourself (for example with
     M(ansible.builtin.slurp)) and pass it as O(models[].config).
 positional: _input, models
@@ -50,6 +65,11 @@ options:
         C(kv_cache_dtype) (C(auto), C(bfloat16), C(fp8), C(fp8_e4m3), C(fp8_e5m2); default C(auto));
         C(max_model_len) (required); C(min_sequences) (full-length sequences the KV cache must hold, default 1);
         C(gpu) (pin to this GPU index); C(enforce_eager) (no CUDA graphs); C(trust_remote_code)."
+      - "Tensor parallelism: C(tensor_parallel_size) (default 1); C(gpus) (pin the ranks to these GPU indexes, in rank
+        order, one per rank; instead of C(gpu))."
+      - "Quantized weights: C(quantization) (C(awq), C(awq_marlin), C(gptq), C(gptq_marlin), C(fp8)); C(bits) (AWQ 4;
+        GPTQ 4 or 8, default 4; fp8 8); C(group_size) (AWQ and GPTQ, default 128); C(hidden_size), C(vocab_size) and
+        C(tie_word_embeddings) when neither C(config) nor the built-in table has them."
       - "Weights: C(weights_bytes), C(weights_gib), or C(parameters) times the dtype's bytes."
       - "KV geometry: C(num_layers), C(kv_heads) and C(head_dim) directly, or C(config) (the dict read from the model's
         config.json). Otherwise the built-in table is used; it is matched on the last path component of C(model) and covers
@@ -91,6 +111,15 @@ options:
     description: vLLM KV block size in tokens; the KV cache holds whole blocks.
     type: int
     default: 16
+  nccl_gib:
+    description:
+      - NCCL buffers on each GPU of a tensor-parallel instance, outside its budget, in GiB. It is an estimate.
+        NVIDIA/nccl issue 964 measured 544 MB per GPU for a 2-GPU communicator after one all-reduce, and 688 MB for 3 or 4
+        GPUs (A100, NVLink). vLLM's custom all-reduce adds a few tens of MiB.
+      - Calibrate it on your machine. Take a rank's used memory (C(nvidia-smi --query-compute-apps=pid,used_memory)) and
+        subtract its budget and its CUDA context.
+    type: float
+    default: 0.6
 """
 
 EXAMPLES = r"""
@@ -128,6 +157,28 @@ EXAMPLES = r"""
         min_sequences: 4
         config: "{{ (lookup('ansible.builtin.file', '/srv/models/my-model/config.json') | from_json) }}"
 
+- name: Llama-3.1-70B-Instruct in bf16 over two A100 80 GB (geometry from its config.json)
+  ansible.builtin.set_fact:
+    llm_plan: "{{ gpus | hpclab.cluster.llm_gpu_plan(models) }}"
+  vars:
+    gpus:
+      - {index: 0, memory_total: "81920 MiB"}
+      - {index: 1, memory_total: "81920 MiB"}
+    models:
+      - name: llama-3.1-70b
+        model: meta-llama/Llama-3.1-70B-Instruct
+        dtype: bfloat16
+        max_model_len: 8192
+        tensor_parallel_size: 2
+        parameters: 70553706496
+        config: {num_hidden_layers: 80, num_attention_heads: 64, num_key_value_heads: 8, hidden_size: 8192,
+                 vocab_size: 128256, max_position_embeddings: 131072}
+# llm_plan.models[0] (abridged): {gpus: [0, 1], tensor_parallel_size: 2, gpu_memory_utilization: "0.966",
+#   weights_gib: 65.71 (per GPU), weights_total_gib: 131.42, kv_cache_gib: 8.57 (per GPU), kv_capacity_tokens: 56160, ...}
+# Without tensor_parallel_size => AnsibleFilterError "... 59.12 GiB short. To make it fit: ...; or tensor parallelism
+#   over 2 GPUs (tensor_parallel_size: 2, on GPUs 0, 1: fits); or another or a larger GPU."
+# With quantization: awq (4-bit, group 128) its weights are 37.03 GiB and it fits on one GPU.
+
 # Does not fit: the whole Phi-3 context on a 40 GB card next to two 8B models
 # => AnsibleFilterError "llm_gpu_plan: model '...' does not fit on ...: ... GiB short. To make it fit:
 #    max_model_len <= N; or kv_cache_dtype fp8 (1 byte per KV value: fits); or another or a larger GPU."
@@ -141,21 +192,24 @@ _value:
     models:
       description:
         - One entry per model. Feed an entry to M(hpclab.cluster.llm_vllm_argv) for its command line.
-        - C(gpu), C(start_index) (position in its GPU's start order), C(port).
+        - C(gpus) (the GPU indexes of its ranks, in rank order, which is its C(CUDA_VISIBLE_DEVICES)), C(tensor_parallel_size),
+          C(gpu) (the first of C(gpus)), C(start_index) (position in the start order of its first GPU), C(port).
         - C(gpu_memory_utilization) is a string with exactly O(utilization_decimals) decimals, to pass to vLLM as is.
         - C(budget_bytes) is what vLLM requests, C(total * util) rounded up to a byte. C(weights_bytes), C(overhead_bytes) (activations,
           non-torch buffers, CUDA graphs) and C(kv_cache_bytes) add up to it; each also comes as C(*_gib), rounded to 2 decimals.
+          With tensor parallelism these are per GPU (one rank; on GPUs of different sizes, the rank with the least KV cache).
+          C(weights_total_bytes) (and C(weights_total_gib)) are the whole model's weights.
         - C(kv_bytes_per_token), C(kv_capacity_tokens) (whole blocks) and C(kv_capacity_sequences) (tokens / max_model_len,
           the concurrency vLLM logs; at least C(min_sequences)).
-        - C(name), C(model), C(max_model_len), C(min_sequences), C(dtype), C(kv_cache_dtype), C(enforce_eager), C(trust_remote_code)
-          as resolved.
+        - C(name), C(model), C(max_model_len), C(min_sequences), C(dtype), C(kv_cache_dtype), C(quantization), C(bits),
+          C(group_size) (V(null) when not quantized), C(enforce_eager), C(trust_remote_code) as resolved.
       type: list
       elements: dict
     gpus:
       description:
         - One entry per GPU. C(index), C(models) (served names in start order) and C(utilization_sum).
         - C(total_bytes) is accounted for as C(weights_bytes) + C(kv_cache_bytes) + C(overhead_bytes) + C(cuda_context_bytes)
-          + C(margin_bytes) + C(unused_bytes) (rounding left-over); each also as C(*_gib).
+          + C(nccl_bytes) (tensor-parallel ranks) + C(margin_bytes) + C(unused_bytes) (rounding left-over); each also as C(*_gib).
         - C(startup) lists, per instance in start order, the free memory it will see (C(free_bytes), nothing else on the GPU)
           and what it requests (C(requested_bytes)).
       type: list
@@ -164,15 +218,16 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpclab.cluster.plugins.plugin_utils._gpu_plan import GpuPlanError, plan
+from ansible_collections.hpclab.cluster.plugins.plugin_utils._gpu_plan import DEFAULT_NCCL_GIB, GpuPlanError, plan
 
 
 def llm_gpu_plan(gpus, models, base_port=8000, cuda_context_gib=0.5, cuda_graph_gib=0.5, margin_fraction=0.02,
-                 utilization_decimals=3, block_size=16):
+                 utilization_decimals=3, block_size=16, nccl_gib=DEFAULT_NCCL_GIB):
     """Filter entry point: see DOCUMENTATION."""
     try:
         return plan(gpus, models, base_port=base_port, cuda_context_gib=cuda_context_gib, cuda_graph_gib=cuda_graph_gib,
-                    margin_fraction=margin_fraction, utilization_decimals=utilization_decimals, block_size=block_size)
+                    margin_fraction=margin_fraction, utilization_decimals=utilization_decimals, block_size=block_size,
+                    nccl_gib=nccl_gib)
     except GpuPlanError as exc:
         raise AnsibleFilterError(f"llm_gpu_plan: {exc}") from None
 

@@ -36,7 +36,7 @@ description:
   - "GPUs: (21) O(gpus) is what the planner reads (an index and a memory total each, no index twice);
     (22) vLLM models run only where there are GPUs (O(gpus) or O(detected_gpus)); (23) the vLLM models fit
     the GPUs (P(hpclab.cluster.llm_gpu_plan#filter)), explicit C(gpu_memory_utilization) values included;
-    (24) O(cuda_context_gib) is 0..8 GiB."
+    (24) O(cuda_context_gib) and O(nccl_gib) are 0..8 GiB."
   - "Addresses: (25) O(bind_address) and O(fastchat_bind_address) are IP addresses; (26) O(client_address)
     is an IP address, not a wildcard, that reaches O(bind_address)."
   - "Secrets: (27) O(api_key) is empty or an RFC 6750 bearer token (letters, digits, C(-._~+/), trailing
@@ -53,6 +53,14 @@ description:
     is a PEP 508 requirement."
   - "FastChat: (37) the web UI has at least one model to show outside the anonymous arena; (38)
     O(fastchat_anony_only) names served models."
+  - "vLLM tensor parallelism and quantized weights: (39) C(tensor_parallel_size) is a positive integer, and
+    C(gpus) is a list of that many distinct GPU indexes, not given with C(gpu); (40) C(tensor_parallel_size)
+    splits the model's KV heads (C(num_key_value_heads)) evenly, or is a multiple of them, as vLLM requires,
+    when the planner knows the model's geometry; (41) C(quantization) is one the planner sizes (C(awq),
+    C(awq_marlin), C(gptq), C(gptq_marlin), C(fp8)), C(bits) is one it reads (AWQ 4; GPTQ 4 or 8; fp8 8),
+    C(group_size) is a positive integer and only with AWQ or GPTQ, neither without C(quantization), and the
+    dtype is a 16-bit one; (42) C(tensor_parallel_size) is at most the number of GPUs of the host (O(gpus) or
+    O(detected_gpus)); (43) a pinned C(gpu) or C(gpus) names GPUs the host has."
 options:
   _input:
     description: C(llm_serving_models).
@@ -127,6 +135,10 @@ options:
     description: C(llm_serving_cuda_context_gib).
     type: float
     default: 0.5
+  nccl_gib:
+    description: C(llm_serving_nccl_gib).
+    type: float
+    default: 0.6
   health_timeout:
     description: C(llm_serving_health_timeout).
     type: int
@@ -218,7 +230,8 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import (
     PATH_CHARS, USER_NAME, USER_NAME_MAX, is_within, not_canonical, port_problem, seconds_problem, to_int)
 from ansible_collections.hpclab.cluster.plugins.plugin_utils._gpu_plan import (
-    DTYPE_BYTES, KV_CACHE_DTYPE_BYTES, GpuPlanError, normalize_gpus, normalize_model, plan)
+    DTYPE_BYTES, KV_CACHE_DTYPE_BYTES, QUANTIZATION_BITS, SIXTEEN_BIT, GpuPlanError, kv_heads_per_rank, known_kv_heads,
+    normalize_gpus, normalize_model, plan, valid_sizes)
 
 
 ENGINES = ("vllm", "llama_cpp")
@@ -226,17 +239,21 @@ COMMON_KEYS = frozenset({"name", "port", "engine", "extra_args", "max_position_e
 ENGINE_KEYS = {
     "vllm": frozenset({"model", "dtype", "kv_cache_dtype", "max_model_len", "enforce_eager", "trust_remote_code",
                        "min_sequences", "gpu", "gpu_memory_utilization", "config", "num_layers", "kv_heads", "head_dim",
-                       "weights_bytes", "weights_gib", "parameters", "overhead_gib", "overhead_bytes"}),
+                       "weights_bytes", "weights_gib", "parameters", "overhead_gib", "overhead_bytes",
+                       "tensor_parallel_size", "gpus", "quantization", "bits", "group_size", "hidden_size", "vocab_size",
+                       "tie_word_embeddings"}),
     "llama_cpp": frozenset({"gguf_src", "gguf_path", "gguf_url", "gguf_checksum", "n_ctx"}),
 }
 # What the other engine calls a key, for the fix of a key given to the wrong engine.
 OTHER_ENGINE_KEY = {"n_ctx": "max_model_len", "max_model_len": "n_ctx"}
 # Flags the role puts on each server's command line (templates/llm-model.service.j2, llm_vllm_argv). argparse
 # keeps the last value, so one in extra_args would silently override the checked one (the readiness wait would
-# then ask the wrong port). Compared without leading dashes, '_' read as '-' (vLLM accepts both).
+# then ask the wrong port). Compared without leading dashes, '_' read as '-' (vLLM accepts both). vLLM's
+# short forms -tp and -q are --tensor-parallel-size and --quantization.
 ROLE_FLAGS = {
     "vllm": ("model", "served-model-name", "host", "port", "gpu-memory-utilization", "max-model-len", "dtype",
-             "kv-cache-dtype", "api-key", "enforce-eager", "trust-remote-code"),
+             "kv-cache-dtype", "api-key", "enforce-eager", "trust-remote-code", "tensor-parallel-size", "tp",
+             "quantization", "q"),
     "llama_cpp": ("model", "model-alias", "host", "port", "n-ctx", "api-key"),
 }
 # systemd's UNIT_NAME_MAX is 255 characters: "llm-" + NAME + ".service".
@@ -256,7 +273,7 @@ URL_SCHEMES = ("http", "https", "ftp", "file")
 # The servers run as an unprivileged user, which cannot bind a port below 1024.
 PORT_MIN = 1024
 HEALTH_TIMEOUT_MAX = 86400
-CUDA_CONTEXT_MAX_GIB = 8
+CUDA_CONTEXT_MAX_GIB = 8  # also the bound of llm_serving_nccl_gib
 # Directories the role must never create, chown or chmod, and trees where its files would not last
 # (tmpfs, cleaned by systemd-tmpfiles) or cannot live (kernel file systems).
 SYSTEM_DIRS = frozenset({
@@ -362,7 +379,7 @@ def _requirement_problem(value):
 def llm_serving_problems(models, host, engine="vllm", bind_address="127.0.0.1", client_address="127.0.0.1", api_key="",
                          hf_token="", user="llm", group="llm", home="/opt/llm", model_dir="/var/lib/llm/models",
                          hf_home="/var/lib/llm/hf", directories=None, gpus=None, detected_gpus=None, nvidia_smi_error="",
-                         cuda_context_gib=0.5, health_timeout=900, pip_find_links=None, pip_no_index=False,
+                         cuda_context_gib=0.5, nccl_gib=0.6, health_timeout=900, pip_find_links=None, pip_no_index=False,
                          pip_extra_args=None, packages=None, fastchat_enabled=True, fastchat_multi_enabled=True,
                          fastchat_port=7860, fastchat_multi_port=7861, fastchat_bind_address="0.0.0.0",
                          fastchat_anony_only=None, reserved_ports=None, host_paths=None):
@@ -462,6 +479,9 @@ def llm_serving_problems(models, host, engine="vllm", bind_address="127.0.0.1", 
 
         if model_engine == "vllm":
             _vllm_problems(model, where, max_pos, problem)
+            _parallel_problems(model, where, problem)
+            if len(problems) == start:
+                _split_problem(model, where, problem)
             if len(problems) == start:
                 try:
                     normalize_model(dict(model), index)
@@ -530,8 +550,13 @@ def llm_serving_problems(models, host, engine="vllm", bind_address="127.0.0.1", 
         problem(f"has no GPU (nvidia-smi: {why}) but llm_serving_models gives it vLLM models "
                 f"({', '.join(str(m.get('name')) for m in vllm_models)}); vLLM needs an NVIDIA GPU and its driver. "
                 "Fix: serve them on a GPU node, or set engine llama_cpp (GGUF files) for CPU nodes.")
-    if vllm_models and gpus_ok and not bad_vllm:
-        _plan_problems(effective, vllm_models, context, problem)
+    nccl = _fraction(nccl_gib)
+    if nccl is None or not 0 <= nccl <= CUDA_CONTEXT_MAX_GIB:
+        gpus_ok = False
+        problem(f"llm_serving_nccl_gib {nccl_gib!r} is not 0..{CUDA_CONTEXT_MAX_GIB} GiB (NCCL takes about 0.5 GiB per GPU of a "
+                "tensor-parallel model; a larger value is likely MiB). Fix: keep 0.6, or measure it on your machine.")
+    if vllm_models and gpus_ok and not bad_vllm and _host_gpu_problems(vllm_models, effective, bool(gpu_list), problem):
+        _plan_problems(effective, vllm_models, context, nccl, problem)
 
     # ---- addresses ----------------------------------------------------------------------------------------------
     bind, reason = _address(bind_address)
@@ -702,10 +727,103 @@ def _llamacpp_problems(model, where, max_pos, problem):
         problem(f"{where}: n_ctx {n_ctx} is above the model's max_position_embeddings ({max_pos}). Fix: lower n_ctx.")
 
 
-def _plan_problems(gpus, vllm_models, context, problem):
+def _parallel_problems(model, where, problem):
+    """Rules 39 and 41 for one vLLM model: tensor_parallel_size and gpus; quantization, bits and group_size."""
+    size = _whole(model.get("tensor_parallel_size", 1))
+    if size is None or size < 1:
+        problem(f"{where}: tensor_parallel_size {model.get('tensor_parallel_size')!r} is not a positive integer. Fix: give "
+                "the number of GPUs the model is split over (vLLM --tensor-parallel-size), or leave it out for one.")
+        size = None
+    if model.get("gpus") is not None:
+        pins = model["gpus"]
+        if not isinstance(pins, list) or not pins or any(isinstance(p, bool) or not isinstance(p, int) or p < 0 for p in pins) \
+                or len(set(pins)) != len(pins):
+            problem(f"{where}: gpus {pins!r} is not a list of distinct GPU indexes. Fix: give the CUDA indexes of its GPUs "
+                    "from nvidia-smi, one per rank, e.g. [0, 1], or leave it out to let the planner choose.")
+        elif model.get("gpu") is not None:
+            problem(f"{where}: gives both gpu {model['gpu']!r} and gpus {pins!r}. Fix: pin one GPU with gpu, or all the "
+                    "model's GPUs with gpus.")
+        elif size is not None and len(pins) != size:
+            problem(f"{where}: gpus {pins!r} lists {len(pins)} GPU(s) but tensor_parallel_size is {size}. Fix: list one GPU "
+                    f"per rank, or set tensor_parallel_size: {len(pins)}.")
+    elif size is not None and size > 1 and model.get("gpu") is not None:
+        problem(f"{where}: gpu {model['gpu']!r} pins one GPU but tensor_parallel_size is {size}. Fix: pin all {size} with "
+                "gpus, e.g. [0, 1], or leave the pin out.")
+
+    method = model.get("quantization")
+    if method is None:
+        for key in ("bits", "group_size"):
+            if key in model:
+                problem(f"{where}: {key} {model[key]!r} describes quantized weights but quantization is not set. Fix: set "
+                        f"quantization ({', '.join(QUANTIZATION_BITS)}), or remove {key}.")
+        return
+    if not isinstance(method, str) or method.lower() not in QUANTIZATION_BITS:
+        problem(f"{where}: quantization {method!r} is not one the GPU planner sizes ({', '.join(QUANTIZATION_BITS)}). Fix: use "
+                "one of those; for another format (e.g. compressed-tensors) leave quantization out, vLLM reads it from "
+                "config.json, and give the checkpoint's size as weights_gib.")
+        return
+    method = method.lower()
+    allowed = QUANTIZATION_BITS[method]
+    if "bits" in model and _whole(model["bits"]) not in allowed:
+        why = "vLLM's AWQ reads only 4-bit checkpoints; 8-bit ones are GPTQ" if method.startswith("awq") else \
+            f"{method} weights have {' or '.join(map(str, allowed))} bits"
+        problem(f"{where}: bits {model['bits']!r} does not fit quantization {method} ({why}). Fix: give the checkpoint's "
+                f"bits ({' or '.join(map(str, allowed))}), or leave it out for {allowed[0]}.")
+    if "group_size" in model:
+        if not method.startswith(("awq", "gptq")):
+            problem(f"{where}: group_size applies to AWQ and GPTQ weights, not {method}. Fix: remove group_size.")
+        elif (_whole(model["group_size"]) or 0) < 1:
+            problem(f"{where}: group_size {model['group_size']!r} is not a positive integer. Fix: give the checkpoint's "
+                    "group_size (its quantize_config.json; 128 is usual), or leave it out for 128.")
+    dtype = model.get("dtype", "auto")
+    if isinstance(dtype, str) and dtype.lower() in DTYPE_BYTES and dtype.lower() not in SIXTEEN_BIT:
+        problem(f"{where}: quantization {method} computes in 16 bits but dtype is {dtype}. Fix: use dtype auto, bfloat16 or "
+                "float16.")
+
+
+def _split_problem(model, where, problem):
+    """Rule 40: tensor_parallel_size splits the model's KV heads as vLLM requires (when the planner knows them)."""
+    size = _whole(model.get("tensor_parallel_size", 1))
+    kv_heads = known_kv_heads(model)
+    if size is None or kv_heads is None or kv_heads_per_rank(kv_heads, size) is not None:
+        return
+    usable = ", ".join(map(str, valid_sizes(kv_heads, max(kv_heads, size))))
+    problem(f"{where}: tensor_parallel_size {size} does not divide the model's {kv_heads} KV heads (num_key_value_heads); "
+            f"vLLM gives every GPU the same number of them and refuses to start. Fix: use a tensor_parallel_size of {usable}.")
+
+
+def _host_gpu_problems(vllm_models, gpus, listed, problem):
+    """Rules 42 and 43: each model's tensor_parallel_size and pins against the host's GPUs. True when none."""
+    try:
+        indexes = [gpu["index"] for gpu in normalize_gpus(gpus)]
+    except GpuPlanError:
+        return True  # the planner names what is wrong with them (rule 23)
+    source = "llm_serving_gpus" if listed else "nvidia-smi"
+    found = False
+    for index, model in enumerate(vllm_models):
+        where = f"llm_serving_models[{index}] ({model.get('name')})"
+        size = _whole(model.get("tensor_parallel_size", 1))
+        if size > len(indexes):
+            found = True
+            problem(f"{where}: tensor_parallel_size {size} is more than this host's {len(indexes)} GPU(s) ({source}); vLLM "
+                    f"needs one GPU per rank. Fix: lower tensor_parallel_size to at most {len(indexes)}, or serve the model on "
+                    "a host with more GPUs.")
+            continue
+        pins = model.get("gpus") if model.get("gpus") is not None else ([model["gpu"]] if model.get("gpu") is not None else [])
+        missing = [pin for pin in pins if pin not in indexes]
+        if missing:
+            found = True
+            variable = "gpus" if model.get("gpus") is not None else "gpu"
+            problem(f"{where}: {variable} {model.get(variable)!r}: it is pinned to GPU {', '.join(map(str, missing))}, which is not "
+                    f"among the GPUs of this host ({', '.join(map(str, indexes))}; {source}). Fix: pin it to GPUs the host has, "
+                    "or leave the pin out to let the planner choose.")
+    return not found
+
+
+def _plan_problems(gpus, vllm_models, context, nccl, problem):
     """Rule 23: the plan of hpclab.cluster.llm_gpu_plan fits, and so do explicit utilizations."""
     try:
-        planned = plan(gpus, vllm_models, cuda_context_gib=context)
+        planned = plan(gpus, vllm_models, cuda_context_gib=context, nccl_gib=nccl)
     except GpuPlanError as exc:
         problem(f"the vLLM models of llm_serving_models do not fit the GPUs ({gpus}): {exc} Fix: follow the planner's "
                 "advice above, or set llm_serving_gpus to the real GPUs.")
@@ -716,11 +834,13 @@ def _plan_problems(gpus, vllm_models, context, problem):
     for gpu in planned["gpus"]:
         chosen = [m for m in planned["models"] if m["name"] in gpu["models"]]
         total = sum(float(fixed.get(m["name"], m["gpu_memory_utilization"])) for m in chosen)
-        contexts = len(chosen) * context * (1 << 30) / gpu["total_bytes"]
+        outside = sum(context + (nccl if m["tensor_parallel_size"] > 1 else 0) for m in chosen)
+        contexts = outside * (1 << 30) / gpu["total_bytes"]
         if total + contexts > 1:
             problem(f"the gpu_memory_utilization of {', '.join(sorted(set(fixed) & set(gpu['models'])))} in "
                     f"llm_serving_models brings GPU {gpu['index']} to {total:.3f} of its memory plus "
-                    f"{contexts:.3f} of CUDA contexts: the last server to start would not find its share free. "
+                    f"{contexts:.3f} of CUDA contexts{' and NCCL buffers' if outside > context * len(chosen) else ''}: the last "
+                    "server to start would not find its share free. "
                     "Fix: lower those values, or leave them out to use the plan.")
 
 

@@ -11,8 +11,14 @@ version_added: 0.1.0
 description:
   - Turns one entry of the C(models) list returned by M(hpclab.cluster.llm_gpu_plan) into an argv list.
   - The argv passes C(--model), C(--served-model-name), C(--host), C(--port), C(--gpu-memory-utilization), C(--max-model-len),
-    C(--dtype) and C(--kv-cache-dtype). It adds C(--enforce-eager) and C(--trust-remote-code) when the entry sets them,
+    C(--dtype) and C(--kv-cache-dtype). It adds C(--tensor-parallel-size) when the entry's C(tensor_parallel_size) is above 1,
+    C(--quantization) when it sets C(quantization), C(--enforce-eager) and C(--trust-remote-code) when it sets them,
     and C(--api-key) when O(api_key_env) is given.
+  - "C(--quantization awq) (or C(gptq)) makes vLLM use that kernel even where it would pick the faster Marlin one for the
+    checkpoint by itself; plan with C(awq_marlin) or C(gptq_marlin) to get it. On an already quantized checkpoint the value must
+    match the C(quant_method) of its config.json, or vLLM refuses to start."
+  - The ranks of a tensor-parallel instance run on the GPUs in its C(CUDA_VISIBLE_DEVICES) (the entry's C(gpus)); the role's unit
+    sets it.
   - C(--gpu-memory-utilization) is always explicit because vLLM's default changed from 0.9 to 0.92.
   - "The API key is never a value here. O(api_key_env) names an environment variable and the argv carries C(${NAME}).
     systemd expands it in C(ExecStart=) from C(Environment=) or C(EnvironmentFile=), so the secret stays out of the unit
@@ -50,6 +56,8 @@ EXAMPLES = r"""
 # => [python3, -m, vllm.entrypoints.openai.api_server, --model, meta-llama/Meta-Llama-3-8B-Instruct,
 #     --served-model-name, llama-3-8b, --host, 127.0.0.1, --port, "8000", --gpu-memory-utilization, "0.227",
 #     --max-model-len, "8192", --dtype, bfloat16, --kv-cache-dtype, auto, --api-key, "${VLLM_API_KEY}"]
+# A model planned with tensor_parallel_size 2 and quantization fp8 gets, after --kv-cache-dtype:
+#     --tensor-parallel-size, "2", --quantization, fp8
 
 - name: Into a systemd unit (one word per argument)
   ansible.builtin.copy:

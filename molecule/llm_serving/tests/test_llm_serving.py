@@ -7,8 +7,10 @@ import os
 import re
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
+import yaml
 from helpers import get_host, inventory_hosts, journal_on_failure, run_playbook
 
 testinfra_hosts = inventory_hosts("llm")
@@ -42,6 +44,19 @@ def http_get(port: int, wait: float = 180) -> tuple[int, str]:
             if time.monotonic() > deadline:
                 raise
             time.sleep(3)
+
+
+def task_output(run, name: str) -> str:
+    """What a run printed under one of the role's tasks (up to the next task or the recap)."""
+    after = run.output.split(f"TASK [hpclab.cluster.llm_serving : {name}]", 1)
+    assert len(after) == 2, run
+    return re.split(r"TASK \[|PLAY RECAP", after[1], maxsplit=1)[0]
+
+
+def role_default(name: str):
+    """A variable of the role's defaults/main.yml, as the scenario uses it (its inventory does not set the pins)."""
+    defaults = Path(__file__).resolve().parents[3] / "roles" / "llm_serving" / "defaults" / "main.yml"
+    return yaml.safe_load(defaults.read_text(encoding="utf-8"))[name]
 
 
 def unit_state(host, unit: str) -> tuple[str, str]:
@@ -142,6 +157,43 @@ def test_second_converge_changes_and_restarts_nothing():
     assert run.rc == 0, run
     assert run.total_changed == 0, run
     assert {unit: unit_state(node, unit) for unit in UNITS} == before
+    # Nor does it do what it need not: no pip (install.yml's records), no apt, no systemctl start (its read).
+    pip = task_output(run, "install | Virtualenvs that are new or whose requirements changed")
+    assert f"skipping: [{NODE}] => (item=llama_cpp)" in pip and f"skipping: [{NODE}] => (item=fastchat)" in pip, run
+    for task in ("install | Debian packages (venv, packaging for the pip module, curl for the readiness wait)",
+                 "service | Start the model servers one after another", "service | Start the FastChat web UIs"):
+        assert "ok: [" not in task_output(run, task) and "changed: [" not in task_output(run, task), run
+
+
+@pytest.mark.parametrize("venv,variable", [("venv-llama-cpp", "llm_serving_llamacpp_packages"),
+                                           ("venv-fastchat", "llm_serving_fastchat_packages")])
+def test_each_virtualenv_records_its_requirements(host, venv, variable):
+    record = host.file(f"/opt/llm/{venv}/requirements.txt")
+    assert (record.mode, record.user, record.group) == (0o644, "root", "root")
+    assert record.content_string.splitlines() == role_default(variable)
+
+
+def test_changed_requirements_run_pip_again_and_restart_nothing():
+    """A requirement added to one virtualenv (diskcache, already there as llama-cpp-python's): pip runs for that one
+    only, installs nothing, so nothing restarts; the record follows the requirements both ways."""
+    node = get_host(NODE)
+    before = {unit: unit_state(node, unit) for unit in UNITS}
+    packages = role_default("llm_serving_llamacpp_packages")
+    record = "/opt/llm/venv-llama-cpp/requirements.txt"
+    run = run_playbook(extra_vars={"llm_serving_llamacpp_packages": packages + ["diskcache"]})
+    try:
+        assert run.rc == 0, run
+        pip = task_output(run, "install | Virtualenvs that are new or whose requirements changed")
+        assert f"ok: [{NODE}] => (item=llama_cpp)" in pip and f"skipping: [{NODE}] => (item=fastchat)" in pip, run
+        assert run.total_changed == 1, run  # the record
+        assert node.file(record).content_string.splitlines() == packages + ["diskcache"]
+    finally:
+        restored = run_playbook()
+    assert restored.rc == 0, restored
+    assert restored.total_changed == 1, restored
+    assert node.file(record).content_string.splitlines() == packages
+    assert {unit: unit_state(node, unit) for unit in UNITS} == before
+    still_serving(node)
 
 
 def test_check_mode_changes_nothing():

@@ -249,7 +249,6 @@ def test_valid_input_has_no_problem(models, kwargs):
         # rule 23: the plan fits
         pytest.param(reference_models(), {"gpus": [{"index": 0, "memory_total": "40960 MiB"}]},
                      ["the vLLM models of llm_serving_models do not fit the GPUs", "does not fit"], id="plan-does-not-fit"),
-        pytest.param([vllm(gpu=1)], {}, ["pinned to GPU 1, which is not among the GPUs"], id="pinned-to-a-missing-gpu"),
         pytest.param([vllm(gpu_memory_utilization=0.6), vllm(name="b", port=8001, gpu_memory_utilization="0.5")], {},
                      ["the gpu_memory_utilization of b, llama-3-8b in llm_serving_models brings GPU 0 to 1.100"],
                      id="explicit-utilizations-over-the-card"),
@@ -406,3 +405,126 @@ def test_the_role_reserves_the_ports_of_the_cluster_roles():
     for port, owner in [(6818, "slurmd"), (50000, "GlusterFS"), (9090, "rate-limit monitor")]:
         found = PROBLEMS([tiny(port=port)], host="llm1", reserved_ports=reserved, packages=PACKAGES)
         assert len(found) == 1 and owner in found[0], found
+
+
+# ---- issue 19: tensor parallelism and quantized weights (rules 39-43, and 24 for llm_serving_nccl_gib) ------------
+
+TWO_GPUS = [{"index": 0, "memory_total": "81920 MiB"}, {"index": 1, "memory_total": "81920 MiB"}]
+# meta-llama/Llama-3.1-70B-Instruct: its config.json's KV fields and embedding, and its parameter count.
+LLAMA_70B = {"name": "llama-70b", "port": 8010, "model": "meta-llama/Llama-3.1-70B-Instruct", "dtype": "bfloat16",
+             "max_model_len": 8192, "parameters": 70553706496,
+             "config": {"num_hidden_layers": 80, "num_attention_heads": 64, "num_key_value_heads": 8, "hidden_size": 8192,
+                        "vocab_size": 128256, "max_position_embeddings": 131072}}
+
+
+def llama_70b(**overrides):
+    return {**LLAMA_70B, **overrides}
+
+
+@pytest.mark.parametrize(
+    "models,kwargs",
+    [
+        pytest.param([llama_70b(tensor_parallel_size=2)], {"gpus": TWO_GPUS}, id="tp2-over-two-gpus"),
+        pytest.param([llama_70b(tensor_parallel_size=2, gpus=[1, 0])], {"gpus": TWO_GPUS}, id="tp2-pinned"),
+        pytest.param([llama_70b(tensor_parallel_size="2")], {"gpus": [], "detected_gpus": [
+            {"index": 0, "memory_total_mib": 81920}, {"index": 1, "memory_total_mib": 81920}]}, id="tp2-gpus-from-nvidia-smi"),
+        pytest.param([llama_70b(quantization="awq")], {"gpus": TWO_GPUS}, id="awq-70b-on-one-gpu"),
+        pytest.param([llama_70b(quantization="gptq_marlin", bits=8, group_size=64, tensor_parallel_size=2)], {"gpus": TWO_GPUS},
+                     id="gptq-8bit-tp2"),
+        pytest.param([llama_70b(quantization="fp8", bits=8, gpu=1)], {"gpus": TWO_GPUS}, id="fp8-pinned"),
+        pytest.param([vllm(quantization="awq", weights_gib=5.4)], {}, id="awq-with-checkpoint-size"),
+        pytest.param([vllm(model="Qwen/Qwen2.5-7B-Instruct", tensor_parallel_size=8)],
+                     {"gpus": [{"index": i, "memory_total": "81920 MiB"} for i in range(8)]}, id="kv-heads-replicated"),
+        pytest.param([vllm(tensor_parallel_size=2, num_layers=32, kv_heads=8, head_dim=128, hidden_size=4096,
+                           vocab_size=128256, tie_word_embeddings=False, quantization="awq")], {"gpus": TWO_GPUS},
+                     id="geometry-and-embedding-keys"),
+        pytest.param(reference_models() + [llama_70b(quantization="awq", tensor_parallel_size=2)], {"gpus": TWO_GPUS},
+                     id="tp-model-next-to-the-reference-design"),
+        pytest.param([vllm()], {"nccl_gib": "0"}, id="no-nccl"),
+    ],
+)
+def test_valid_parallel_and_quantized_input(models, kwargs):
+    assert check(models, **kwargs) == []
+
+
+@pytest.mark.parametrize(
+    "models,kwargs,expected",
+    [
+        # rule 39: tensor_parallel_size and gpus
+        pytest.param([llama_70b(tensor_parallel_size=0)], {"gpus": TWO_GPUS},
+                     ["llm_serving_models[0] (llama-70b): tensor_parallel_size 0 is not a positive integer"], id="tp-0"),
+        pytest.param([llama_70b(tensor_parallel_size=1.5)], {"gpus": TWO_GPUS}, ["tensor_parallel_size 1.5 is not"], id="tp-float"),
+        pytest.param([llama_70b(tensor_parallel_size=2, gpus=[0])], {"gpus": TWO_GPUS},
+                     ["gpus [0] lists 1 GPU(s) but tensor_parallel_size is 2", "set tensor_parallel_size: 1"], id="gpus-too-few"),
+        pytest.param([llama_70b(tensor_parallel_size=2, gpus=[1, 1])], {"gpus": TWO_GPUS},
+                     ["gpus [1, 1] is not a list of distinct GPU indexes"], id="gpus-twice"),
+        pytest.param([llama_70b(tensor_parallel_size=2, gpus="0,1")], {"gpus": TWO_GPUS},
+                     ["gpus '0,1' is not a list of distinct GPU indexes"], id="gpus-string"),
+        pytest.param([llama_70b(gpu=0, gpus=[0])], {"gpus": TWO_GPUS}, ["gives both gpu 0 and gpus [0]"], id="gpu-and-gpus"),
+        pytest.param([llama_70b(tensor_parallel_size=2, gpu=1)], {"gpus": TWO_GPUS},
+                     ["gpu 1 pins one GPU but tensor_parallel_size is 2", "pin all 2 with gpus"], id="gpu-with-tp2"),
+        # rule 40: KV heads
+        pytest.param([llama_70b(tensor_parallel_size=3)], {"gpus": TWO_GPUS + [{"index": 2, "memory_total": "81920 MiB"}]},
+                     ["llm_serving_models[0] (llama-70b): tensor_parallel_size 3 does not divide the model's 8 KV heads "
+                      "(num_key_value_heads)", "Fix: use a tensor_parallel_size of 1, 2, 4, 8"], id="kv-heads-by-3"),
+        pytest.param([vllm(model="Qwen/Qwen2.5-7B-Instruct", tensor_parallel_size=6)],
+                     {"gpus": [{"index": i, "memory_total": "81920 MiB"} for i in range(8)]},
+                     ["tensor_parallel_size 6 does not divide the model's 4 KV heads", "of 1, 2, 4"], id="kv-heads-builtin-by-6"),
+        # rule 41: quantization, bits, group_size
+        pytest.param([llama_70b(quantization="int4")], {"gpus": TWO_GPUS},
+                     ["quantization 'int4' is not one the GPU planner sizes (awq, awq_marlin, gptq, gptq_marlin, fp8)",
+                      "give the checkpoint's size as weights_gib"], id="unknown-quantization"),
+        pytest.param([llama_70b(quantization="awq", bits=8)], {"gpus": TWO_GPUS},
+                     ["bits 8 does not fit quantization awq (vLLM's AWQ reads only 4-bit checkpoints"], id="awq-8-bit"),
+        pytest.param([llama_70b(quantization="gptq", bits=3)], {"gpus": TWO_GPUS},
+                     ["bits 3 does not fit quantization gptq (gptq weights have 4 or 8 bits)"], id="gptq-3-bit"),
+        pytest.param([llama_70b(quantization="fp8", bits=4)], {"gpus": TWO_GPUS}, ["bits 4 does not fit quantization fp8"],
+                     id="fp8-4-bit"),
+        pytest.param([llama_70b(quantization="awq", group_size=0)], {"gpus": TWO_GPUS}, ["group_size 0 is not a positive integer"],
+                     id="group-size-0"),
+        pytest.param([llama_70b(quantization="fp8", group_size=128)], {"gpus": TWO_GPUS},
+                     ["group_size applies to AWQ and GPTQ weights, not fp8"], id="fp8-group-size"),
+        pytest.param([llama_70b(bits=4)], {"gpus": TWO_GPUS}, ["bits 4 describes quantized weights but quantization is not set"],
+                     id="bits-without-quantization"),
+        pytest.param([llama_70b(quantization="awq", dtype="float32")], {"gpus": TWO_GPUS},
+                     ["quantization awq computes in 16 bits but dtype is float32"], id="awq-float32"),
+        pytest.param([vllm(quantization="awq", model="acme/unknown-7b", num_layers=32, kv_heads=8, head_dim=128, parameters=7e9)],
+                     {}, ["the GPU planner cannot size it", "keeps the embedding in bfloat16: give config"],
+                     id="awq-without-embedding-size"),
+        # rule 42: no more ranks than GPUs
+        pytest.param([llama_70b(tensor_parallel_size=4)], {"gpus": TWO_GPUS},
+                     ["llm_serving_models[0] (llama-70b): tensor_parallel_size 4 is more than this host's 2 GPU(s) "
+                      "(llm_serving_gpus)", "lower tensor_parallel_size to at most 2"], id="tp-over-the-gpus"),
+        pytest.param([llama_70b(tensor_parallel_size=2)], {"gpus": [], "detected_gpus": [{"index": 0, "memory_total_mib": 81920}]},
+                     ["tensor_parallel_size 2 is more than this host's 1 GPU(s) (nvidia-smi)"], id="tp-over-the-detected-gpus"),
+        # rule 43: pins name the host's GPUs
+        pytest.param([vllm(gpu=1)], {}, ["llm_serving_models[0] (llama-3-8b): gpu 1: it is pinned to GPU 1, which is not "
+                                         "among the GPUs of this host (0; llm_serving_gpus)"], id="pinned-to-a-missing-gpu"),
+        pytest.param([llama_70b(tensor_parallel_size=2, gpus=[1, 2])], {"gpus": TWO_GPUS},
+                     ["gpus [1, 2]: it is pinned to GPU 2, which is not among the GPUs of this host (0, 1; llm_serving_gpus)"],
+                     id="a-rank-pinned-to-a-missing-gpu"),
+        # rule 24: NCCL buffers
+        pytest.param([vllm()], {"nccl_gib": 600}, ["llm_serving_nccl_gib 600 is not 0..8 GiB"], id="nccl-in-mib"),
+        # rule 8: the flags the role now sets
+        pytest.param([llama_70b(tensor_parallel_size=2, extra_args=["-tp", "2"])], {"gpus": TWO_GPUS}, ["extra_args sets -tp"],
+                     id="extra-args-tp"),
+        pytest.param([vllm(extra_args=["--quantization=awq"])], {}, ["extra_args sets --quantization"], id="extra-args-quantization"),
+        # rule 23 with tensor parallelism: the plan must fit, and says when more GPUs would make it
+        pytest.param([llama_70b()], {"gpus": TWO_GPUS},
+                     ["the vLLM models of llm_serving_models do not fit the GPUs", "tensor parallelism over 2 GPUs "
+                      "(tensor_parallel_size: 2, on GPUs 0, 1: fits)"], id="70b-needs-tp2"),
+    ],
+)
+def test_one_parallel_or_quantization_problem(models, kwargs, expected):
+    found = check(models, **kwargs)
+    assert len(found) == 1, found
+    for part in expected:
+        assert part in found[0], found
+    assert found[0].startswith("llm1: ") and "Fix:" in found[0]
+
+
+def test_an_explicit_utilization_of_a_tensor_parallel_model_is_checked_on_each_of_its_gpus():
+    found = check([llama_70b(tensor_parallel_size=2, gpu_memory_utilization="0.99")], gpus=TWO_GPUS)
+    assert len(found) == 2, found
+    for index, problem in enumerate(found):
+        assert f"brings GPU {index} to 0.990 of its memory plus 0.014 of CUDA contexts and NCCL buffers" in problem, problem

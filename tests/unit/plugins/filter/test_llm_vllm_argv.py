@@ -78,3 +78,49 @@ def test_executable_and_host_options():
 def test_errors_are_filter_errors(entry, kwargs, message):
     with pytest.raises(AnsibleFilterError, match=message):
         llm_vllm_argv(entry, **kwargs)
+
+
+# Issue 19: tensor parallelism and quantized weights. Llama-3.1-70B-Instruct's config.json fields and size.
+LLAMA_70B = {"name": "llama-70b", "model": "meta-llama/Llama-3.1-70B-Instruct", "dtype": "bfloat16", "max_model_len": 8192,
+             "parameters": 70553706496, "config": {"num_hidden_layers": 80, "num_attention_heads": 64, "num_key_value_heads": 8,
+                                                   "hidden_size": 8192, "vocab_size": 128256}}
+TWO_A100 = [{"index": 0, "memory_total": "81920 MiB"}, {"index": 1, "memory_total": "81920 MiB"}]
+
+
+def _planned(**overrides):
+    return PlanFilters().filters()["llm_gpu_plan"](TWO_A100, [dict(LLAMA_70B, **overrides)])["models"][0]
+
+
+@pytest.mark.parametrize("overrides,added", [
+    ({"tensor_parallel_size": 2}, ["--tensor-parallel-size", "2"]),
+    ({"quantization": "awq_marlin"}, ["--quantization", "awq_marlin"]),
+    ({"tensor_parallel_size": 2, "quantization": "fp8"}, ["--tensor-parallel-size", "2", "--quantization", "fp8"]),
+    ({"tensor_parallel_size": 2, "quantization": "gptq", "bits": 8, "enforce_eager": True},
+     ["--tensor-parallel-size", "2", "--quantization", "gptq", "--enforce-eager"]),
+], ids=["tp2", "awq-marlin", "tp2-fp8", "tp2-gptq-eager"])
+def test_tensor_parallel_size_and_quantization_follow_the_kv_cache_dtype(overrides, added):
+    planned = _planned(**overrides)
+    argv = llm_vllm_argv(planned, api_key_env="LLM_API_KEY")
+    after = argv.index("--kv-cache-dtype") + 2
+    assert argv[after:] == added + ["--api-key", "${LLM_API_KEY}"]
+    assert argv[argv.index("--gpu-memory-utilization") + 1] == planned["gpu_memory_utilization"]
+
+
+def test_one_gpu_and_no_quantization_add_nothing():
+    argv = llm_vllm_argv(dict(PLAN["models"][0], tensor_parallel_size=1, quantization=None))
+    assert argv == llm_vllm_argv(PLAN["models"][0])
+    assert "--tensor-parallel-size" not in argv and "--quantization" not in argv
+
+
+def test_executable_as_a_string_keeps_the_order():
+    argv = llm_vllm_argv(_planned(tensor_parallel_size=2), executable="/opt/vllm/bin/vllm-serve")
+    assert argv[0] == "/opt/vllm/bin/vllm-serve" and argv[-2:] == ["--tensor-parallel-size", "2"]
+
+
+@pytest.mark.parametrize("entry,message", [
+    (dict(PLAN["models"][0], tensor_parallel_size=0), "tensor_parallel_size must be a positive integer, got 0"),
+    (dict(PLAN["models"][0], quantization="int4"), "quantization must be one of awq, awq_marlin, gptq, gptq_marlin, fp8, got 'int4'"),
+])
+def test_bad_parallel_or_quantization_entries(entry, message):
+    with pytest.raises(AnsibleFilterError, match="^llm_vllm_argv: planned model 'llama-3-8b' " + message.replace("(", r"\(")):
+        llm_vllm_argv(entry)
