@@ -24,15 +24,7 @@ author:
   - hpclab.cluster contributors (@hpclab)
 extends_documentation_fragment:
   - hpclab.cluster.attributes
-attributes:
-  check_mode:
-    support: full
-    details: Reads the same in check mode.
-  diff_mode:
-    support: none
-  idempotent:
-    support: full
-    details: Never changes anything.
+  - hpclab.cluster.attributes.read_only
 options: {}
 """
 
