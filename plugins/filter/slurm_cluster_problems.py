@@ -46,6 +46,9 @@ description:
   - "Rule added for issue 19: (33) where there are users and O(shared_home_hosts) is given, every node
     (the controller and each worker) is among the hosts that mount the shared volume, so that the
     users' homes exist wherever a job runs."
+  - "Rule added for issue 19, part 5: (34) O(cgroup) is V(auto), V(true) or V(false); with V(true), the cluster
+    runs in native mode and every worker can have Slurm confine its jobs with cgroups (its C(cgroup) read, as
+    filter P(hpclab.cluster.slurm_cgroup_plan#filter) decides it): each worker that cannot is named with the reason."
   - "Slurm 22.05 has no option to check a configuration file: C(slurmctld -t) existed only in
     18.08's pre-releases (SchedMD/slurm commit 3795111063 removed it), and slurmd and slurmdbd never
     had one. So these rules check what the role writes into slurm.conf and slurmdbd.conf."
@@ -56,7 +59,8 @@ options:
     description:
       - Node name to what the role read of it, for the controller and every worker.
       - "Keys: C(hostname) (C(ansible_facts.hostname), or null without facts), C(memtotal_mb) (or null),
-        C(munge_key) (whether C(/etc/munge/munge.key) exists), C(gpus) (its C(slurm_worker_gpus), or empty)."
+        C(munge_key) (whether C(/etc/munge/munge.key) exists), C(gpus) (its C(slurm_worker_gpus), or empty),
+        C(cgroup) (its C(slurm_cgroup) fact from M(hpclab.cluster.node_hardware_facts), or null; read by rule 34)."
     type: dict
     required: true
   controller:
@@ -113,6 +117,9 @@ options:
         (the playbooks pass the storage layer's brick and client hosts); null skips rule 33.
     type: list
     elements: str
+  cgroup:
+    description: C(slurm_master_cgroup) (V(auto), V(true) or V(false)); null skips rule 34.
+    type: raw
   cluster_name:
     description: C(slurm_master_cluster_name); null skips rule 12.
     type: str
@@ -178,6 +185,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.hpclab.cluster.plugins.filter.slurm_cgroup_plan import cgroup_switch, node_cgroup_reasons
 from ansible_collections.hpclab.cluster.plugins.filter.slurm_node_lines import _fraction
 from ansible_collections.hpclab.cluster.plugins.filter.slurm_partition_lines import _max_time
 from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import (
@@ -865,6 +873,31 @@ def _controller_is_worker(controller, workers, worker_group, mode):
     ]
 
 
+def _cgroup(nodes, controller, workers, mode, value):
+    """Rule 34."""
+    switch = cgroup_switch(value)
+    if switch is None:
+        return [f"{controller}: slurm_master_cgroup is {value!r}. Fix: set auto (cgroup enforcement where every "
+                "slurmd node allows it), true (required: the run fails where a node does not) or false."]
+    if switch is not True:
+        return []
+    if mode != "native":
+        return [f"{controller}: slurm_master_cgroup is true, but in {mode} mode slurmd runs in a Docker container "
+                "that the roles start without the host's cgroup hierarchy. Fix: set slurm_master_cgroup: auto or false, "
+                "or run the cluster with hpclab_slurm_mode: native."]
+    problems = []
+    for worker in workers:
+        reasons = node_cgroup_reasons((nodes.get(worker) or {}).get("cgroup"))
+        if reasons:
+            problems.append(
+                f"{worker}: Slurm cannot confine jobs with cgroups there, which slurm_master_cgroup: true requires: "
+                f"{'; '.join(reasons)}. Fix: give slurmd a read-write cgroup hierarchy with those controllers on "
+                f"{worker} (a node container needs --cgroupns=host -v /sys/fs/cgroup:/sys/fs/cgroup:rw), or set "
+                "slurm_master_cgroup: auto to run the cluster without cgroup enforcement where a node cannot."
+            )
+    return problems
+
+
 def _packages(controller, packages, mode, accounting):
     """Rule 31."""
     problems = []
@@ -883,7 +916,7 @@ def slurm_cluster_problems(nodes, controller, workers, partitions, worker_group=
                            default_partition="", users=None, accounting=None, shared_home="",
                            shared_home_exists=True, munge_hosts=None, cluster_name=None, max_time=None,
                            memory_fraction=None, config=None, dbd_config=None, timeouts=None, container=None,
-                           packages=None, shared_home_hosts=None):
+                           packages=None, shared_home_hosts=None, cgroup=None):
     """Filter entry point: see DOCUMENTATION."""
     if not isinstance(nodes, Mapping) or not all(isinstance(v, Mapping) for v in nodes.values()):
         raise AnsibleFilterError(f"slurm_cluster_problems: the input must map each node to what was read of it, got {nodes!r}")
@@ -920,6 +953,8 @@ def slurm_cluster_problems(nodes, controller, workers, partitions, worker_group=
         problems += _containers(controller, container if mode == "container" else None, accounting)
     problems += _packages(controller, packages, mode, accounting)
     problems += _controller_is_worker(controller, workers, worker_group, mode)
+    if cgroup is not None:
+        problems += _cgroup(nodes, controller, workers, mode, cgroup)
     return problems
 
 

@@ -35,6 +35,13 @@ options:
         starts, so a change that would otherwise need V(none) or V(reconfigure) then needs V(restart).
     type: bool
     default: false
+  cgroup_changed:
+    description:
+      - Whether cgroup.conf changed too (and holds settings, not emptied). The cgroup plugins read it when slurmd
+        starts them, so, as for O(gres_changed), a change that would otherwise need V(none) or V(reconfigure) then
+        needs V(restart).
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -51,6 +58,8 @@ EXAMPLES = r"""
 # "PartitionName=p Nodes=n1 MaxTime=60\n" | hpclab.cluster.slurm_conf_change("PartitionName=p Nodes=n1 MaxTime=30\n")
 # => "reconfigure"
 # "ClusterName=c\n" | hpclab.cluster.slurm_conf_change("ClusterName=c\n", gres_changed=true)
+# => "restart"
+# "ClusterName=c\n" | hpclab.cluster.slurm_conf_change("ClusterName=c\n", cgroup_changed=true)
 # => "restart"
 """
 
@@ -109,10 +118,10 @@ def _parse(text, what):
     return nodes, settings
 
 
-def slurm_conf_change(new, old=None, gres_changed=False):
+def slurm_conf_change(new, old=None, gres_changed=False, cgroup_changed=False):
     """Filter entry point: see DOCUMENTATION."""
     change = _slurm_conf_change(new, old)
-    if gres_changed and change in ("none", "reconfigure"):
+    if (gres_changed or cgroup_changed) and change in ("none", "reconfigure"):
         return "restart"
     return change
 

@@ -130,8 +130,8 @@ def _fraction(value):
 
 
 def _gres(host, gpus):
-    if gpus is None:
-        return None
+    if gpus is None or (isinstance(gpus, Mapping) and not gpus):
+        return None  # {} is slurm_worker_gpus' default: no GPU
     if not isinstance(gpus, Mapping):
         _fail(f"host {host!r}: gpus must be a dict with count and type, got {gpus!r}")
     count = _integer(f"host {host!r}: ", "gpus.count", gpus.get("count"), 0)

@@ -19,6 +19,11 @@ description:
     block device, DMI table and LVM volume, which nothing here uses; on the Docker bench nodes that made it the
     slowest read of a no-change run (tests/lab/bench/README.md gives the measured difference).
   - Also C(nvidia_smi), the path of C(nvidia-smi) or an empty string, so that a play asks it for GPUs only where it exists.
+  - Also C(slurm_cgroup), what Slurm's cgroup plugins would find on the node - the cgroup version that Slurm 22.05's
+    C(CgroupPlugin=autodetect) picks (its C(src/common/cgroup.c) looks at C(/sys/fs/cgroup) and, on a tmpfs
+    there, at C(/sys/fs/cgroup/systemd)), the controllers it could use and those mounted read-only, the controllers
+    the kernel disabled (C(/proc/cgroups)) and whether root holds C(CAP_SYS_NICE), which the task/affinity plugin
+    needs. Read from files only (no extra process); filter hpclab.cluster.slurm_cgroup_plan decides from it.
   - Linux only.
 author:
   - hpclab.cluster contributors (@hpclab)
@@ -75,8 +80,51 @@ ansible_facts:
       description: The path of C(nvidia-smi), or an empty string where the host has none.
       type: str
       sample: /usr/bin/nvidia-smi
+    slurm_cgroup:
+      description: What Slurm's cgroup plugins would find on the node.
+      type: dict
+      contains:
+        version:
+          description:
+            - V(v1) or V(v2), the plugin C(CgroupPlugin=autodetect) loads; V(none) where it finds no cgroup
+              hierarchy (slurmd then fails to start with a cgroup plugin).
+          type: str
+          sample: v1
+        path:
+          description: Where the hierarchy is mounted (cgroup v1, the directory of one directory per controller).
+          type: str
+          sample: /sys/fs/cgroup
+        controllers:
+          description:
+            - Controllers available there, sorted. cgroup v1, those mounted as C(PATH/NAME) (a combined
+              hierarchy such as C(cpu,cpuacct) gives both names); cgroup v2, the content of C(PATH/cgroup.controllers).
+          type: list
+          elements: str
+          sample: [blkio, cpu, cpuacct, cpuset, devices, freezer, memory, pids]
+        read_only:
+          description:
+            - Those of C(controllers) whose hierarchy is mounted read-only (a container
+              started without the host's C(/sys/fs/cgroup) mounted read-write), where Slurm cannot create its cgroups.
+          type: list
+          elements: str
+          sample: []
+        disabled:
+          description:
+            - Controllers the kernel has but disabled (C(enabled) 0 in C(/proc/cgroups)), e.g. C(memory) on Raspberry Pi
+              OS, whose kernel command line says C(cgroup_disable=memory).
+          type: list
+          elements: str
+          sample: []
+        cap_sys_nice:
+          description:
+            - Whether C(CAP_SYS_NICE) is in the bounding set of the module's root process (as of any daemon systemd
+              starts there). task/affinity sets the CPU affinity of the job's processes with it; a Docker container
+              without C(--cap-add SYS_NICE) lacks it.
+          type: bool
+          sample: true
 """
 
+import os
 import platform
 
 from ansible.module_utils.basic import AnsibleModule
@@ -94,10 +142,87 @@ def hardware_facts(module, architecture: str, nodename: str) -> dict:
     return facts
 
 
+CGROUP_ROOT = "/sys/fs/cgroup"
+CAP_SYS_NICE = 23
+
+
+def _is_cgroup2(path: str) -> bool:
+    """The root of a cgroup v2 hierarchy: only cgroup2 has cgroup.controllers."""
+    return os.path.isfile(os.path.join(path, "cgroup.controllers"))
+
+
+def _is_cgroup1(path: str) -> bool:
+    """The root of a cgroup v1 hierarchy: cgroup.procs without cgroup.controllers (tmpfs has neither)."""
+    return os.path.isfile(os.path.join(path, "cgroup.procs")) and not _is_cgroup2(path)
+
+
+def _read_only(path: str) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return True
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="ascii", errors="replace") as handle:
+            return handle.read()
+    except OSError:
+        return ""
+
+
+def _disabled(proc_cgroups: str) -> list:
+    """Controllers whose `enabled` column of /proc/cgroups is 0 (cgroup_disable= on the kernel command line)."""
+    names = []
+    for line in _read(proc_cgroups).splitlines():
+        fields = line.split()
+        if len(fields) == 4 and not line.startswith("#") and fields[3] == "0":
+            names.append(fields[0])
+    return sorted(names)
+
+
+def _cap_sys_nice(proc_status: str) -> bool:
+    for line in _read(proc_status).splitlines():
+        if line.startswith("CapBnd:"):
+            try:
+                return bool(int(line.split()[1], 16) >> CAP_SYS_NICE & 1)
+            except (IndexError, ValueError):
+                return False
+    return False
+
+
+def cgroup_facts(root: str = CGROUP_ROOT, proc_cgroups: str = "/proc/cgroups", proc_status: str = "/proc/self/status") -> dict:
+    """What Slurm's cgroup plugins would find: the version CgroupPlugin=autodetect picks, as Slurm 22.05's
+    src/common/cgroup.c decides it (cgroup2 on ROOT: v2; a tmpfs on ROOT: v2 if ROOT/systemd is cgroup2,
+    v1 if it is a cgroup v1 hierarchy), told here by the files each filesystem has instead of statfs."""
+    facts = {"version": "none", "path": root, "controllers": [], "read_only": [],
+             "disabled": _disabled(proc_cgroups), "cap_sys_nice": _cap_sys_nice(proc_status)}
+    systemd = os.path.join(root, "systemd")
+    if _is_cgroup2(root) or (not _is_cgroup1(root) and _is_cgroup2(systemd)):
+        path = root if _is_cgroup2(root) else os.path.join(root, "unified")
+        controllers = sorted(set(_read(os.path.join(path, "cgroup.controllers")).split()))
+        facts.update(version="v2", path=path, controllers=controllers,
+                     read_only=controllers if _read_only(path) else [])
+    elif not _is_cgroup1(root) and _is_cgroup1(systemd):
+        controllers, read_only = set(), set()
+        for entry in sorted(os.listdir(root)):
+            path = os.path.join(root, entry)
+            # cpu -> cpu,cpuacct links name the same hierarchy; systemd's own is no controller.
+            if entry == "systemd" or os.path.islink(path) or not _is_cgroup1(path):
+                continue
+            names = set(entry.split(","))
+            controllers |= names
+            if _read_only(path):
+                read_only |= names
+        facts.update(version="v1", controllers=sorted(controllers), read_only=sorted(read_only))
+    return facts
+
+
 def main():
     module = AnsibleModule(argument_spec={}, supports_check_mode=True)
     facts = hardware_facts(module, platform.machine(), platform.node())
     facts["nvidia_smi"] = module.get_bin_path("nvidia-smi") or ""
+    facts["slurm_cgroup"] = cgroup_facts()
     module.exit_json(changed=False, ansible_facts=facts)
 
 

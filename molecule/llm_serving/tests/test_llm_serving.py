@@ -206,6 +206,10 @@ VLLM_MODEL = {"name": "llama-3-8b", "port": 8000, "engine": "vllm", "model": "me
               "dtype": "bfloat16", "max_model_len": 8192}
 
 
+ONE_GPU = [{"index": 0, "memory_total": "81920 MiB"}]
+THREE_GPUS = [{"index": i, "memory_total": "81920 MiB"} for i in range(3)]
+
+
 def tiny(name: str = "tiny-a", port: int = 8101, **overrides) -> dict:
     """A model entry as the scenario's inventory gives it (the GGUF file of the converge)."""
     return {"name": name, "port": port, "gguf_src": f"{os.environ.get('MOLECULE_EPHEMERAL_DIRECTORY', '')}/models/{name}.gguf",
@@ -261,6 +265,16 @@ BAD_INPUT = [
     pytest.param({"llm_serving_client_address": "10.0.0.5"},
                  f"{NODE}: llm_serving_client_address 10.0.0.5 does not reach the servers", id="client-address"),
     pytest.param({"llm_serving_user": "root"}, f"{NODE}: llm_serving_user is root", id="user-root"),
+    # The GPU plan's rules (39-43), with GPUs given as the inventory gives them (this node has none).
+    pytest.param({"llm_serving_gpus": ONE_GPU, "llm_serving_models": [dict(VLLM_MODEL, tensor_parallel_size=2)]},
+                 f"{NODE}: llm_serving_models[0] (llama-3-8b): tensor_parallel_size 2 is more than this host's 1 GPU(s) "
+                 "(llm_serving_gpus)", id="tensor-parallel-over-the-gpus"),
+    pytest.param({"llm_serving_gpus": THREE_GPUS, "llm_serving_models": [dict(VLLM_MODEL, tensor_parallel_size=3)]},
+                 f"{NODE}: llm_serving_models[0] (llama-3-8b): tensor_parallel_size 3 does not divide the model's 8 KV heads",
+                 id="kv-heads-not-divisible"),
+    pytest.param({"llm_serving_gpus": ONE_GPU, "llm_serving_models": [dict(VLLM_MODEL, gpu=1)]},
+                 f"{NODE}: llm_serving_models[0] (llama-3-8b): gpu 1: it is pinned to GPU 1, which is not among the GPUs of "
+                 "this host (0; llm_serving_gpus)", id="pinned-to-a-missing-gpu"),
     pytest.param({"llm_serving_pip_find_links": []},
                  f"{NODE}: llm_serving_pip_no_index is true but llm_serving_pip_find_links is empty", id="no-wheelhouse"),
 ]

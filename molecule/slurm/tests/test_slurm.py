@@ -184,18 +184,27 @@ def test_file_written_by_a_job_on_one_worker_is_read_by_a_job_on_the_other():
     check_file_shared_between_jobs(node(CONTROLLER), as_user, WORKERS)
 
 
-def test_gpu_worker_declares_its_gres_and_gpu_jobs_land_only_there():
+def test_gpu_worker_offers_jobs_only_the_gpu_llm_serving_leaves_free():
+    # cn2 has two GPUs for the LLM serving plan, which puts its one vLLM model on GPU 0: Slurm gets GPU 1 only.
     gpu_worker = WORKERS[-1]
     gres = dict(line.split() for line in ctl("sinfo --noheader --Node --format='%N %G'").splitlines())
-    assert gres == {WORKERS[0]: "(null)", gpu_worker: "gpu:testgpu:1"}, gres
+    assert gres == {WORKERS[0]: "(null)", gpu_worker: "gpu:1"}, gres
     for name in NODES:
-        assert node(name).file("/etc/hpclab/slurm/gres.conf").contains(f"^NodeName={gpu_worker} Name=gpu Type=testgpu File=/dev/null$")
+        conf = node(name).file("/etc/hpclab/slurm/gres.conf")
+        assert conf.contains(f"^NodeName={gpu_worker} Name=gpu File=/dev/nvidia1$"), conf.content_string
+        assert not conf.contains("/dev/nvidia0"), conf.content_string
     assert "GresTypes=gpu" in node(CONTROLLER).file(HOST_CONF).content_string
     for _attempt in range(3):
         out = node(CONTROLLER).check_output(as_user("srun --gres=gpu:1 sh -c 'echo $(hostname) $CUDA_VISIBLE_DEVICES'"))
+        # The slurmd container holds /dev/nvidia1 only: CUDA numbers it 0 there, as Slurm says.
         assert out == f"{gpu_worker} 0", out
     refused = node(CONTROLLER).run(as_user(f"srun --gres=gpu:1 --nodelist={WORKERS[0]} hostname"))
     assert refused.rc != 0, refused.stdout
+    # Both GPUs: refused by Slurm itself, at submission, since no node has two to offer.
+    both = node(CONTROLLER).run(as_user("srun --gres=gpu:2 hostname"))
+    print("srun --gres=gpu:2 ->", both.rc, both.stderr.strip())
+    assert both.rc != 0, both.stdout
+    assert "Requested node configuration is not available" in both.stderr, both.stderr
 
 
 def test_a_run_that_changes_nothing_restarts_nothing():
@@ -263,6 +272,12 @@ BAD_INPUTS = [
         {"slurm_worker_gpus": {"count": 2, "type": "testgpu", "files": ["/dev/null"]}},
         ["slurm_worker_gpus of", "is not {count: N"],
         id="gpu-count-and-files-disagree",
+    ),
+    pytest.param(
+        {"slurm_worker_gpus": {"count": 1, "files": ["/dev/nvidia0"]}},
+        [f"{WORKERS[1]}: slurm_worker_gpus lists GPU 0 (/dev/nvidia0), which LLM serving also takes (stablelm-2)",
+         "hpclab_slurm_share_serving_gpus"],
+        id="gpu-given-to-serving-and-to-slurm",
     ),
     pytest.param(
         {"slurm_master_partitions": {"batch": [WORKERS[0]]}},

@@ -791,3 +791,67 @@ def test_rule_33_names_the_controller_and_every_worker_missing_once_each():
 )
 def test_rule_33_holds(kwargs):
     assert [p for p in check(**kwargs) if "will not exist there" in p] == []
+
+
+# Rule 34 (issue 19, part 5): slurm_master_cgroup. The workers' slurm_cgroup facts as node_hardware_facts read
+# them in a node container started with ../shared/TESTBED.md's flags, and in a plain `docker run` container.
+CGROUP_OK = {"version": "v1", "path": "/sys/fs/cgroup", "read_only": [], "disabled": [], "cap_sys_nice": False,
+             "controllers": ["blkio", "cpu", "cpuacct", "cpuset", "devices", "freezer", "memory", "pids"]}
+CGROUP_READ_ONLY = dict(CGROUP_OK, read_only=CGROUP_OK["controllers"])
+
+
+def cgroup_nodes(**by_host):
+    nodes = copy.deepcopy(NODES)
+    for host in ("n1", "n2"):
+        nodes[host]["cgroup"] = copy.deepcopy(by_host.get(host, CGROUP_OK))
+    return nodes
+
+
+@pytest.mark.parametrize("value", ["auto", True, False, "true", "no", None])
+def test_rule_34_holds_where_every_worker_can(value):
+    assert check(cgroup_nodes(), mode="native", cgroup=value) == []
+
+
+@pytest.mark.parametrize("value", ["auto", False, None])
+def test_rule_34_auto_or_false_accept_workers_that_cannot(value):
+    assert check(cgroup_nodes(n2=CGROUP_READ_ONLY), mode="native", cgroup=value) == []
+
+
+def test_rule_34_true_names_each_worker_that_cannot_with_the_reason_and_the_fix():
+    nodes = cgroup_nodes(n2=CGROUP_READ_ONLY)
+    del nodes["n1"]["cgroup"]
+    assert check(nodes, mode="native", cgroup=True) == [
+        "n1: Slurm cannot confine jobs with cgroups there, which slurm_master_cgroup: true requires: its cgroups were "
+        "not read (hpclab.cluster.node_hardware_facts did not run on it in this play). Fix: give slurmd a read-write "
+        "cgroup hierarchy with those controllers on n1 (a node container needs --cgroupns=host "
+        "-v /sys/fs/cgroup:/sys/fs/cgroup:rw), or set slurm_master_cgroup: auto to run the cluster without cgroup "
+        "enforcement where a node cannot.",
+        "n2: Slurm cannot confine jobs with cgroups there, which slurm_master_cgroup: true requires: "
+        "/sys/fs/cgroup/{cpuset,devices,freezer,memory} mounted read-only, where slurmd cannot create its cgroups "
+        "(a container started without the host's /sys/fs/cgroup mounted read-write). Fix: give slurmd a read-write "
+        "cgroup hierarchy with those controllers on n2 (a node container needs --cgroupns=host "
+        "-v /sys/fs/cgroup:/sys/fs/cgroup:rw), or set slurm_master_cgroup: auto to run the cluster without cgroup "
+        "enforcement where a node cannot.",
+    ]
+
+
+def test_rule_34_the_controller_is_not_asked_it_runs_no_slurmd():
+    nodes = cgroup_nodes()
+    nodes["c1"]["cgroup"] = CGROUP_READ_ONLY
+    assert check(nodes, mode="native", cgroup="yes") == []
+
+
+def test_rule_34_true_in_container_mode_is_refused():
+    assert check(cgroup_nodes(), mode="container", cgroup=True) == [
+        "c1: slurm_master_cgroup is true, but in container mode slurmd runs in a Docker container that the roles start "
+        "without the host's cgroup hierarchy. Fix: set slurm_master_cgroup: auto or false, or run the cluster with "
+        "hpclab_slurm_mode: native."
+    ]
+
+
+@pytest.mark.parametrize("value", ["sometimes", "", 1])
+def test_rule_34_an_unknown_switch_is_refused(value):
+    assert check(cgroup_nodes(), mode="native", cgroup=value) == [
+        f"c1: slurm_master_cgroup is {value!r}. Fix: set auto (cgroup enforcement where every slurmd node allows it), "
+        "true (required: the run fails where a node does not) or false."
+    ]

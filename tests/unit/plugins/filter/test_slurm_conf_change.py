@@ -79,3 +79,25 @@ def test_a_changed_gres_conf_turns_none_and_reconfigure_into_a_restart(new, old,
 
 def test_an_unchanged_gres_conf_changes_nothing():
     assert CONF_CHANGE("ClusterName=c\n", "ClusterName=c\n", gres_changed=False) == "none"
+
+
+@pytest.mark.parametrize(
+    "new,old,expected",
+    [
+        ("ClusterName=c\n", "ClusterName=c\n", "restart"),
+        ("PartitionName=p Nodes=n1 MaxTime=60\n", "PartitionName=p Nodes=n1 MaxTime=30\n", "restart"),
+        ("ClusterName=c\n", "", "new"),
+    ],
+)
+def test_a_changed_cgroup_conf_turns_none_and_reconfigure_into_a_restart(new, old, expected):
+    assert CONF_CHANGE(new, old, cgroup_changed=True) == expected
+
+
+def test_turning_cgroup_enforcement_on_is_a_restart():
+    old = BASE
+    new = edit("ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none", "ProctrackType=proctrack/cgroup\nTaskPlugin=task/cgroup")
+    assert CONF_CHANGE(new + "SelectTypeParameters=CR_Core_Memory\nDefMemPerCPU=11471\n", old, cgroup_changed=True) == "restart"
+
+
+def test_only_def_mem_per_cpu_changed_is_a_reconfigure():
+    assert CONF_CHANGE(BASE + "DefMemPerCPU=10867\n", BASE + "DefMemPerCPU=11471\n", cgroup_changed=False) == "reconfigure"

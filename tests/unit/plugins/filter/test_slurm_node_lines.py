@@ -149,3 +149,12 @@ def test_gpus_from_the_slurm_worker_role_host_variable():
              "ansible_processor_threads_per_core": 1, "ansible_memtotal_mb": 1000,
              "slurm_worker_gpus": {"type": "tesla", "count": 1, "files": ["/dev/null"]}}
     assert slurm_node_lines([facts])[0].endswith(" Gres=gpu:tesla:1")
+
+
+def test_empty_slurm_worker_gpus_is_no_gpu():
+    # {} is the role's default, and what playbooks/tasks/slurm_gpus.yml sets where serving takes every GPU.
+    from ansible_collections.hpclab.cluster.plugins.filter.slurm_node_lines import slurm_node_lines
+
+    facts = {"inventory_hostname": "gpu1", "ansible_processor_count": 1, "ansible_processor_cores": 2,
+             "ansible_processor_threads_per_core": 1, "ansible_memtotal_mb": 1000, "slurm_worker_gpus": {}}
+    assert "Gres=" not in slurm_node_lines([facts])[0]
