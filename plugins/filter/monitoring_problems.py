@@ -1,0 +1,227 @@
+# Copyright: hpclab.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: monitoring_problems
+short_description: What is wrong with the monitoring role's input on one host, before any change
+version_added: 0.3.0
+description:
+  - Prometheus refuses to start on a retention or interval it cannot parse, and a listen port another daemon
+    of the cluster holds leaves one of the two down. The monitoring role checks its input with this filter
+    on every host before anything is installed. Types are left to the role's argument spec.
+  - Returns a list of problems, each naming the host, the variable and the fix; an empty list means the
+    role may go on.
+  - "Rules: (1) the inventory group O(group) has at least one host (the Prometheus server);
+    (2) C(monitoring_prometheus_retention) is a non-zero Prometheus duration (C(15d), C(12h30m): units
+    y w d h m s ms, largest first, integers only); (3) C(monitoring_prometheus_retention_size) is empty or
+    a size with a unit B KB MB GB TB PB EB; (4) C(monitoring_scrape_interval), C(monitoring_evaluation_interval)
+    are non-zero durations and (5) every value of C(monitoring_alert_for) is a duration (0s allowed);
+    (6) C(monitoring_collector_interval) is a whole number of seconds of at least 1;
+    (7) every port is an integer 1..65535, (8) not one of O(reserved_ports) (the collection's daemons),
+    (9) not the port of another service the role starts on the same host, (10) not the port of a model
+    server of the host (C(monitoring_llm_models)); (11) a listen address is one of the host's own
+    addresses (O(host_addresses)), not a wildcard (C(0.0.0.0), C(::)) or a name."
+options:
+  _input:
+    description: The role's variables by name (C(monitoring_*)), as the role passes them.
+    type: dict
+    required: true
+  host:
+    description: The host's inventory name (C(inventory_hostname)), for the messages.
+    type: str
+    required: true
+  group:
+    description: C(monitoring_group), for the messages.
+    type: str
+    default: monitoring
+  group_hosts:
+    description: The hosts of the inventory group O(group).
+    type: list
+    elements: str
+    default: []
+  server:
+    description: Whether this host runs Prometheus and Alertmanager (it is in O(group)).
+    type: bool
+    default: false
+  reserved_ports:
+    description: Ports (C(N) or C(FIRST-LAST)) of the collection's other daemons, mapped to what holds them.
+    type: dict
+    default: {}
+  host_addresses:
+    description: The host's IPv4 and IPv6 addresses (C(ansible_facts.all_ipv4_addresses + all_ipv6_addresses)).
+    type: list
+    elements: str
+    default: []
+"""
+
+EXAMPLES = r"""
+# {"monitoring_prometheus_retention": "15days", ...} | hpclab.cluster.monitoring_problems(host="mon1", group_hosts=["mon1"], server=true)
+# => ["mon1: monitoring_prometheus_retention '15days' is not a duration Prometheus accepts (units y, w, d, h, m, s, ms,
+#     largest first, integers: '15d', '12h30m'). Fix: write e.g. '15d'."]
+- name: Check the role's input
+  ansible.builtin.assert:
+    that: __problems | length == 0
+    fail_msg: "{{ __problems | join(' ') }}"
+    quiet: true
+  vars:
+    __problems: >-
+      {{ {'monitoring_prometheus_retention': monitoring_prometheus_retention}
+         | hpclab.cluster.monitoring_problems(host=inventory_hostname, group_hosts=groups['monitoring'] | default([])) }}
+"""
+
+RETURN = r"""
+_value:
+  description: One message per problem; empty when there is none.
+  type: list
+  elements: str
+"""
+
+import ipaddress
+import re
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import to_int
+
+# prometheus/common model.ParseDuration (v0.42, the one Prometheus 2.42 uses): each unit at most once,
+# largest first, integer counts; "0" alone is also valid.
+_DURATION = re.compile(r"^(?:(\d+)y)?(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?(?:(\d+)ms)?\Z")
+# Prometheus' --storage.tsdb.retention.size: units.Base2Bytes with these suffixes.
+_SIZE = re.compile(r"^\d+(?:B|KB|MB|GB|TB|PB|EB)\Z")
+# The services the role starts: the variable holding each port, where it runs, and what it is.
+SERVER_PORTS = (("monitoring_prometheus_port", "Prometheus"), ("monitoring_alertmanager_port", "Alertmanager"))
+EXPORTER_PORTS = (("monitoring_node_exporter_port", "node_exporter"),)
+DURATIONS = ("monitoring_scrape_interval", "monitoring_evaluation_interval")
+LISTEN_ADDRESSES = (("monitoring_listen_address", True), ("monitoring_node_exporter_listen_address", False))
+
+
+def duration_seconds(value):
+    """Seconds of a Prometheus duration, or None when Prometheus would refuse it."""
+    if not isinstance(value, str) or not value:
+        return None
+    if value == "0":
+        return 0.0
+    match = _DURATION.match(value)
+    if not match or not any(match.groups()):
+        return None
+    factors = (365 * 86400, 7 * 86400, 86400, 3600, 60, 1, 0.001)
+    return float(sum(int(g) * f for g, f in zip(match.groups(), factors) if g))
+
+
+def _ranges(reserved):
+    """[(first, last, what)] from a port table whose keys are N or 'FIRST-LAST'."""
+    out = []
+    for key, what in (reserved or {}).items():
+        first, _sep, last = str(key).partition("-")
+        a, b = to_int(first), to_int(last or first)
+        if a is None or b is None:
+            raise AnsibleFilterError(f"monitoring_problems: reserved port {key!r} is not N or FIRST-LAST")
+        out.append((a, b, what))
+    return out
+
+
+def monitoring_problems(settings, host, group="monitoring", group_hosts=None, server=False, reserved_ports=None, host_addresses=None):
+    """Filter entry point: see DOCUMENTATION."""
+    if not isinstance(settings, Mapping):
+        raise AnsibleFilterError(f"monitoring_problems: input must be a dict of the role's variables, got {settings!r}")
+    problems = []
+
+    def problem(text):
+        problems.append(f"{host}: {text}")
+
+    if not group_hosts:
+        problem(
+            f"the inventory group '{group}' (variable monitoring_group) has no host, so no Prometheus server would scrape "
+            f"this node. Fix: add the monitoring host (the controller in the reference design) to the group '{group}', "
+            "or set monitoring_group to the group that holds it."
+        )
+
+    retention = settings.get("monitoring_prometheus_retention")
+    if not duration_seconds(retention):
+        problem(
+            f"monitoring_prometheus_retention {retention!r} is not a non-zero duration Prometheus accepts (units y, w, d, h, m, s, ms, "
+            "each once, largest first, whole numbers: '15d', '12h30m'). Fix: write e.g. '15d'."
+        )
+    size = settings.get("monitoring_prometheus_retention_size", "")
+    if size not in ("", None) and not (isinstance(size, str) and _SIZE.match(size)):
+        problem(
+            f"monitoring_prometheus_retention_size {size!r} is not a size Prometheus accepts. Fix: write e.g. '20GB' (B, KB, MB, GB, TB, PB, EB), "
+            "or '' for none."
+        )
+    for variable in DURATIONS:
+        value = settings.get(variable)
+        if not duration_seconds(value):
+            problem(f"{variable} {value!r} is not a non-zero Prometheus duration. Fix: write e.g. '30s' or '1m'.")
+    alert_for = settings.get("monitoring_alert_for") or {}
+    if not isinstance(alert_for, Mapping):
+        problem(f"monitoring_alert_for {alert_for!r} is not a dict. Fix: map alert names to durations, e.g. {{node_down: 10m}}.")
+    else:
+        for key, value in alert_for.items():
+            if duration_seconds(value) is None:
+                problem(f"monitoring_alert_for.{key} {value!r} is not a Prometheus duration. Fix: write e.g. '5m' ('0s' fires at once).")
+    interval = settings.get("monitoring_collector_interval")
+    seconds = to_int(interval)
+    if seconds is None or seconds < 1 or str(interval).strip() != str(seconds):
+        problem(f"monitoring_collector_interval {interval!r} is not a whole number of seconds of at least 1. Fix: keep the default 60.")
+
+    reserved = _ranges(reserved_ports)
+    mine = {}
+    for variable, what in EXPORTER_PORTS + (SERVER_PORTS if server else ()):
+        value = settings.get(variable)
+        port = to_int(value)
+        if port is None or not 1 <= port <= 65535:
+            problem(f"{variable} {value!r} is not a port 1..65535. Fix: keep its default.")
+            continue
+        for first, last, holder in reserved:
+            if first <= port <= last:
+                problem(
+                    f"{variable} {port} is the port of {holder} in this collection; {what} could not listen there. Fix: choose a free "
+                    "port (the default, or one outside the collection's ports)."
+                )
+        if port in mine:
+            problem(f"{variable} {port} is also {mine[port]}'s port on this host. Fix: give each service its own port.")
+        else:
+            mine[port] = variable
+    for model in settings.get("monitoring_llm_models") or []:
+        port = to_int(model.get("port")) if isinstance(model, Mapping) else None
+        if port in mine:
+            problem(
+                f"{mine[port]} {port} is the port of the model server {model.get('name')!r} on this host (monitoring_llm_models). "
+                f"Fix: choose another port for {mine[port]}."
+            )
+
+    own = set()
+    for address in host_addresses or []:
+        try:
+            own.add(ipaddress.ip_address(str(address).split("%", maxsplit=1)[0]))
+        except ValueError:
+            continue
+    for variable, server_only in LISTEN_ADDRESSES:
+        if server_only and not server:
+            continue
+        value = settings.get(variable)
+        try:
+            address = ipaddress.ip_address(value) if isinstance(value, str) else None
+        except ValueError:
+            address = None
+        if address is None:
+            problem(f"{variable} {value!r} is not an IP address. Fix: give this host's address on the cluster network (the default).")
+        elif address.is_unspecified:
+            problem(
+                f"{variable} {value} would listen on every network of the host, not only the cluster network. Fix: give this "
+                "host's address on the cluster network (the default)."
+            )
+        elif own and address not in own and not address.is_loopback:
+            problem(f"{variable} {value} is not an address of this host ({', '.join(sorted(map(str, own)))}). Fix: give its address on the cluster network.")
+    return problems
+
+
+class FilterModule:
+    """The monitoring role's checks of its input."""
+
+    def filters(self):
+        return {"monitoring_problems": monitoring_problems}

@@ -1,0 +1,149 @@
+"""The monitoring role's preflight: every input Prometheus, Alertmanager or node_exporter would refuse or
+that would clash with another daemon of the collection, one rule at a time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.hpclab.cluster.plugins.filter.monitoring_problems import FilterModule, duration_seconds
+
+
+ROOT = Path(__file__).resolve().parents[4]
+PROBLEMS = FilterModule().filters()["monitoring_problems"]
+# The role's own port table, so that the tests follow it.
+RESERVED = yaml.safe_load((ROOT / "roles/monitoring/vars/main.yml").read_text())["__monitoring_reserved_ports"]
+DEFAULTS = yaml.safe_load((ROOT / "roles/monitoring/defaults/main.yml").read_text())
+
+
+def settings(**overrides):
+    base = {
+        "monitoring_prometheus_retention": DEFAULTS["monitoring_prometheus_retention"],
+        "monitoring_prometheus_retention_size": DEFAULTS["monitoring_prometheus_retention_size"],
+        "monitoring_scrape_interval": DEFAULTS["monitoring_scrape_interval"],
+        "monitoring_evaluation_interval": DEFAULTS["monitoring_evaluation_interval"],
+        "monitoring_alert_for": {"node_down": "10m", "split_brain": "0s"},
+        "monitoring_collector_interval": DEFAULTS["monitoring_collector_interval"],
+        "monitoring_prometheus_port": DEFAULTS["monitoring_prometheus_port"],
+        "monitoring_alertmanager_port": DEFAULTS["monitoring_alertmanager_port"],
+        "monitoring_node_exporter_port": DEFAULTS["monitoring_node_exporter_port"],
+        "monitoring_listen_address": "10.0.0.1",
+        "monitoring_node_exporter_listen_address": "10.0.0.1",
+        "monitoring_llm_models": [],
+    }
+    return {**base, **overrides}
+
+
+def check(values=None, **kwargs):
+    kwargs = {"host": "mon1", "group_hosts": ["mon1"], "server": True, "reserved_ports": RESERVED, "host_addresses": ["10.0.0.1", "fd00::1"], **kwargs}
+    return PROBLEMS(settings() if values is None else values, **kwargs)
+
+
+def test_registered():
+    assert set(FilterModule().filters()) == {"monitoring_problems"}
+
+
+def test_input_must_be_a_dict():
+    with pytest.raises(AnsibleFilterError, match="must be a dict"):
+        PROBLEMS(["x"], host="mon1")
+
+
+def test_bad_reserved_table_raises():
+    with pytest.raises(AnsibleFilterError, match="reserved port 'x-y'"):
+        check(reserved_ports={"x-y": "what"})
+
+
+@pytest.mark.parametrize(
+    "values,kwargs",
+    [
+        pytest.param(None, {}, id="role-defaults"),
+        pytest.param(None, {"server": False, "group_hosts": ["mon9"]}, id="exporter-only-node"),
+        pytest.param(settings(monitoring_prometheus_retention="1y2w3d4h5m6s7ms"), {}, id="every-unit"),
+        pytest.param(settings(monitoring_prometheus_retention="90d", monitoring_prometheus_retention_size="20GB"), {}, id="size"),
+        pytest.param(settings(monitoring_scrape_interval="5s", monitoring_evaluation_interval="500ms"), {}, id="short-intervals"),
+        pytest.param(settings(monitoring_listen_address="fd00::1", monitoring_node_exporter_listen_address="127.0.0.1"), {}, id="ipv6-and-loopback"),
+        pytest.param(settings(monitoring_llm_models=[{"name": "m", "port": 8000}]), {}, id="model-on-own-port"),
+        pytest.param(settings(monitoring_prometheus_port=9190), {}, id="other-free-port"),
+        pytest.param(None, {"host_addresses": []}, id="addresses-unknown"),
+    ],
+)
+def test_valid_input_has_no_problem(values, kwargs):
+    assert check(values, **kwargs) == []
+
+
+@pytest.mark.parametrize(
+    "values,kwargs,expected",
+    [
+        # rule 1
+        pytest.param(None, {"group_hosts": []}, "mon1: the inventory group 'monitoring' (variable monitoring_group) has no host", id="empty-group"),
+        pytest.param(None, {"group_hosts": [], "group": "mon"}, "Fix: add the monitoring host (the controller in the reference design) to the group 'mon'",
+                     id="empty-group-named"),
+        # rule 2
+        pytest.param(settings(monitoring_prometheus_retention="15days"), {}, "monitoring_prometheus_retention '15days' is not a non-zero duration",
+                     id="retention-word"),
+        pytest.param(settings(monitoring_prometheus_retention="1.5d"), {}, "monitoring_prometheus_retention '1.5d'", id="retention-fraction"),
+        pytest.param(settings(monitoring_prometheus_retention="1h1d"), {}, "monitoring_prometheus_retention '1h1d'", id="retention-order"),
+        pytest.param(settings(monitoring_prometheus_retention="0"), {}, "monitoring_prometheus_retention '0'", id="retention-zero"),
+        pytest.param(settings(monitoring_prometheus_retention=""), {}, "Fix: write e.g. '15d'", id="retention-empty"),
+        pytest.param(settings(monitoring_prometheus_retention=15), {}, "monitoring_prometheus_retention 15 ", id="retention-number"),
+        # rule 3
+        pytest.param(settings(monitoring_prometheus_retention_size="20G"), {}, "monitoring_prometheus_retention_size '20G'", id="size-unit"),
+        # rule 4
+        pytest.param(settings(monitoring_scrape_interval="0s"), {}, "monitoring_scrape_interval '0s' is not a non-zero", id="scrape-zero"),
+        pytest.param(settings(monitoring_evaluation_interval="30"), {}, "monitoring_evaluation_interval '30'", id="eval-no-unit"),
+        # rule 5
+        pytest.param(settings(monitoring_alert_for={"node_down": "ten minutes"}), {}, "monitoring_alert_for.node_down 'ten minutes'", id="for-word"),
+        pytest.param(settings(monitoring_alert_for=["10m"]), {}, "monitoring_alert_for ['10m'] is not a dict", id="for-list"),
+        # rule 6
+        pytest.param(settings(monitoring_collector_interval=0), {}, "monitoring_collector_interval 0 is not a whole number", id="interval-zero"),
+        pytest.param(settings(monitoring_collector_interval="1m"), {}, "monitoring_collector_interval '1m'", id="interval-unit"),
+        # rule 7
+        pytest.param(settings(monitoring_prometheus_port=70000), {}, "monitoring_prometheus_port 70000 is not a port", id="port-range"),
+        # rule 8
+        pytest.param(settings(monitoring_node_exporter_port=6818), {}, "monitoring_node_exporter_port 6818 is the port of slurmd (slurm_worker)",
+                     id="port-slurmd"),
+        pytest.param(settings(monitoring_alertmanager_port=50000), {}, "monitoring_alertmanager_port 50000 is the port of GlusterFS bricks (glusterfs)",
+                     id="port-brick-range"),
+        pytest.param(settings(monitoring_prometheus_port=2049), {}, "NFS-Ganesha (nfs_ganesha) in this collection; Prometheus could not listen there",
+                     id="port-ganesha"),
+        # rule 9
+        pytest.param(settings(monitoring_alertmanager_port=9100), {}, "monitoring_node_exporter_port's port on this host", id="port-twice"),
+        # rule 10
+        pytest.param(settings(monitoring_llm_models=[{"name": "llama", "port": 9100}]), {}, "the port of the model server 'llama'", id="port-model"),
+        # rule 11
+        pytest.param(settings(monitoring_listen_address="0.0.0.0"), {}, "monitoring_listen_address 0.0.0.0 would listen on every network", id="listen-any"),
+        pytest.param(settings(monitoring_node_exporter_listen_address="::"), {"server": False}, "monitoring_node_exporter_listen_address :: would listen",
+                     id="listen-any6"),
+        pytest.param(settings(monitoring_listen_address="mon1"), {}, "monitoring_listen_address 'mon1' is not an IP address", id="listen-name"),
+        pytest.param(settings(monitoring_listen_address=""), {}, "monitoring_listen_address '' is not an IP address", id="listen-unknown"),
+        pytest.param(settings(monitoring_listen_address="10.9.9.9"), {},
+                     "monitoring_listen_address 10.9.9.9 is not an address of this host (10.0.0.1, fd00::1)", id="listen-foreign"),
+    ],
+)
+def test_each_problem_names_host_variable_and_fix(values, kwargs, expected):
+    found = check(values, **kwargs)
+    assert len(found) == 1, found
+    assert expected in found[0], found
+    assert found[0].startswith("mon1: ") and "Fix:" in found[0]
+
+
+def test_server_ports_are_not_checked_on_an_exporter_node():
+    assert check(settings(monitoring_prometheus_port=6818, monitoring_listen_address="0.0.0.0"), server=False) == []
+
+
+def test_every_problem_is_reported_at_once():
+    found = check(settings(monitoring_prometheus_retention="x", monitoring_node_exporter_port=22), group_hosts=[])
+    assert len(found) == 3
+
+
+@pytest.mark.parametrize(
+    "text,seconds",
+    [("15d", 15 * 86400.0), ("1h30m", 5400.0), ("500ms", 0.5), ("0", 0.0), ("0s", 0.0), ("1y", 365 * 86400.0),
+     ("", None), ("1h1h", None), ("-1s", None), ("1 h", None), (None, None), ("1d1w", None)],
+)
+def test_duration_seconds(text, seconds):
+    assert duration_seconds(text) == seconds
