@@ -10,6 +10,12 @@ import uuid
 USER, UID, GID = "alice", 2001, 2001
 HOME = f"/gfsv/home/{USER}"
 
+
+def native_as_user(command: str) -> str:
+    """A shell command run as the cluster user from its shared home, on a host that runs Slurm natively."""
+    return f"cd {HOME} && runuser -u {USER} -- {command}"
+
+
 PI_PROGRAM = """\
 import socket
 import numpy as np

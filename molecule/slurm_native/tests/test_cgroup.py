@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from helpers import get_host, inventory_hosts, journal_on_failure
-from slurm_checks import HOME, USER
+from slurm_checks import HOME, native_as_user as as_user
 
 CONTROLLER = inventory_hosts("slurm_master")[0]
 WORKERS = inventory_hosts("slurm_worker")
@@ -16,11 +16,6 @@ testinfra_hosts = [CONTROLLER]
 CGROUP_CONF = "/etc/slurm/cgroup.conf"
 # 200 MiB held in one bytearray (zero-filled, so every page is touched).
 ALLOCATE_200M = "python3 -c 'b = bytearray(200 * 1024 * 1024); print(len(b))'"
-
-
-def as_user(command: str) -> str:
-    """A shell command run as the cluster user from its shared home, as a user would."""
-    return f"cd {HOME} && runuser -u {USER} -- {command}"
 
 
 def controller():

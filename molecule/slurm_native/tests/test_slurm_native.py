@@ -12,6 +12,7 @@ import uuid
 
 import pytest
 from slurm_checks import GID, HOME, UID, USER, check_file_shared_between_jobs, check_mpi_pi, dotted_name_inventory, munge_key_away
+from slurm_checks import native_as_user as as_user
 from helpers import get_host, inventory_hosts, journal_on_failure, run_playbook
 
 CONTROLLER = inventory_hosts("slurm_master")[0]
@@ -24,11 +25,6 @@ ALL_IDLE = "idle,slurmd[1-3]"
 testinfra_hosts = [CONTROLLER]
 SLURM_PLAYBOOK = "../../playbooks/slurm.yml"
 CONF = "/etc/slurm/slurm.conf"
-
-
-def as_user(command: str) -> str:
-    """A shell command run as the cluster user from its shared home, as a user would."""
-    return f"cd {HOME} && runuser -u {USER} -- {command}"
 
 
 def controller():
