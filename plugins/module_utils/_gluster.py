@@ -76,6 +76,19 @@ class GlusterCliError(Exception):
         super().__init__(f"opRet={op_ret} opErrno={op_errno} opErrstr={op_errstr!r}")
 
 
+# glusterd refuses a command while another one holds the cluster-wide lock of the volume (another admin, a
+# monitoring collector's `volume status`, a peer's transaction): the same command succeeds a moment later.
+# The messages, as the CLI prints them in plain and in XML mode (opErrstr), e.g. "volume start: gv0: failed:
+# Another transaction is in progress. Please try again after some time." and "Locking failed on node2.
+# Please check log file for details."
+BUSY_MESSAGES = ("Another transaction is in progress", "Locking failed on", "Unable to acquire lock")
+
+
+def cli_busy(*texts: str) -> bool:
+    """True when the gluster CLI's output says it lost a race for glusterd's lock (retry later)."""
+    return any(needle in (text or "") for text in texts for needle in BUSY_MESSAGES)
+
+
 # --------------------------------------------------------------------------------------------
 # parse
 

@@ -333,6 +333,34 @@ def parse_nvidia_smi(text: str) -> list:
     return gpus
 
 
+# vLLM's own gauges the collector relays, by the names vLLM has used for them (gpu_cache_usage_perc became
+# kv_cache_usage_perc in vLLM's V1 engine): {vLLM name: our name}.
+VLLM_GAUGES = {
+    "vllm:num_requests_running": "vllm_requests_running",
+    "vllm:num_requests_waiting": "vllm_requests_waiting",
+    "vllm:gpu_cache_usage_perc": "vllm_kv_cache_usage_ratio",
+    "vllm:kv_cache_usage_perc": "vllm_kv_cache_usage_ratio",
+}
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
+
+
+def parse_vllm_metrics(text: str) -> dict:
+    """vLLM's /metrics (the Prometheus text format): {our name: value} of the gauges in VLLM_GAUGES, summed
+    over the samples of a name (one server serves one model; its engines may report one sample each)."""
+    values = {}
+    for line in (text or "").splitlines():
+        match = _SAMPLE.match(line)
+        if not match or match.group(1) not in VLLM_GAUGES:
+            continue
+        try:
+            number = float(match.group(3))
+        except ValueError:
+            continue
+        name = VLLM_GAUGES[match.group(1)]
+        values[name] = values.get(name, 0.0) + number
+    return values
+
+
 def llm_metrics(metrics: Metrics, models: list, gpus: list | None = None, planned_gib: dict | None = None) -> Metrics:
     """LLM samples: [{name, port, engine, ok, seconds}] probed, GPUs of ``parse_nvidia_smi`` (None: no
     nvidia-smi here) and the memory the GPU plan gave the models on each GPU ({index: GiB})."""
@@ -342,6 +370,17 @@ def llm_metrics(metrics: Metrics, models: list, gpus: list | None = None, planne
         labels = {"model": model["name"], "port": str(model["port"]), "engine": model.get("engine", "")}
         metrics.sample(PREFIX + "llm_model_up", labels, bool(model["ok"]))
         metrics.sample(PREFIX + "llm_model_probe_seconds", labels, model.get("seconds"))
+    helps = {
+        "vllm_requests_running": "Requests the vLLM server is running (vllm:num_requests_running).",
+        "vllm_requests_waiting": "Requests waiting in the vLLM server's queue (vllm:num_requests_waiting).",
+        "vllm_kv_cache_usage_ratio": "The vLLM server's KV cache in use, 1 = full (vllm:kv_cache_usage_perc).",
+    }
+    for name, help_text in helps.items():
+        relayed = [m for m in models if name in (m.get("vllm") or {})]
+        if relayed:
+            metrics.add(PREFIX + name, help_text)
+        for model in relayed:
+            metrics.sample(PREFIX + name, {"model": model["name"], "port": str(model["port"])}, model["vllm"][name])
     if gpus is not None:
         metrics.add(PREFIX + "gpu_memory_used_bytes", "GPU memory in use (nvidia-smi).")
         metrics.add(PREFIX + "gpu_memory_total_bytes", "GPU memory in all (nvidia-smi).")

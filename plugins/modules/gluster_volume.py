@@ -266,6 +266,7 @@ from ansible_collections.hpclab.cluster.plugins.module_utils._gluster import (
     GlusterCliError,
     GlusterError,
     add_brick_names,
+    cli_busy,
     diff_view,
     find_peer,
     host_ids,
@@ -308,6 +309,10 @@ DESIRED_KEYS = (
 )
 
 # Hints for the refusals GlusterFS makes without 'force' (messages of GlusterFS 10.3, see the fixtures).
+# Tries of a command glusterd refused because another transaction held its lock, and the pause between them.
+BUSY_TRIES = 10
+BUSY_DELAY = 2.0
+
 HINTS = (
     ("root partition", "set allow_bricks_on_root_filesystem=true to accept a brick on the root filesystem"),
     ("same server", "reorder the bricks or set allow_replica_set_on_one_host=true"),
@@ -337,8 +342,13 @@ class Gluster:
         self.runner = CommandRunner(module, environ=ENVIRON, opt_dirs=["/usr/sbin"])
 
     def call(self, argv: list) -> tuple:
-        """Return (stdout, failure message or None, GlusterCliError or None)."""
-        rc, out, err = self.runner.run(argv)
+        """Return (stdout, failure message or None, GlusterCliError or None). A command that lost the race for
+        glusterd's lock to another one (cli_busy) is run again, up to BUSY_TRIES times, BUSY_DELAY s apart."""
+        for attempt in range(1, BUSY_TRIES + 1):
+            rc, out, err = self.runner.run(argv)
+            if rc == 0 or attempt == BUSY_TRIES or not cli_busy(out, err):
+                break
+            time.sleep(BUSY_DELAY)
         try:
             parse_xml(out)
         except GlusterCliError as exc:

@@ -53,15 +53,17 @@ def is_active(unit, timeout):
 
 def collect_slurm(metrics, config):
     timeout = config["timeout"]
-    rc, out, _err = run([_slurm.SCONTROL, "ping"], timeout)
+    # How the commands reach slurmctld: [] natively, [docker, exec, HOST] where it runs in a container.
+    exec_prefix = list(config.get("slurm_exec", []))
+    rc, out, _err = run(exec_prefix + [_slurm.SCONTROL, "ping"], timeout)
     up = rc == 0 and _monitoring.parse_ping(text(out))
     nodes = jobs = None
     if up:
-        rc, out, err = run([_slurm.SCONTROL, "show", "node", "-o"], timeout)
+        rc, out, err = run(exec_prefix + [_slurm.SCONTROL, "show", "node", "-o"], timeout)
         if rc != 0:
             raise RuntimeError(f"scontrol show node -o: rc={rc} {text(err).strip()}")
         nodes = _slurm.parse_show_node(text(out))
-        rc, out, err = run([_slurm.SQUEUE, "--noheader", "--all", "--states=PENDING,RUNNING", "--format=%P|%T"], timeout)
+        rc, out, err = run(exec_prefix + [_slurm.SQUEUE, "--noheader", "--all", "--states=PENDING,RUNNING", "--format=%P|%T"], timeout)
         if rc != 0:
             raise RuntimeError(f"squeue: rc={rc} {text(err).strip()}")
         jobs = _monitoring.parse_squeue_partitions(text(out))
@@ -69,7 +71,13 @@ def collect_slurm(metrics, config):
 
 
 def gluster(args, timeout):
-    rc, out, err = run(_gluster.GLUSTER + list(args) + [_gluster.XML], timeout)
+    # The collectors of the other brick hosts take glusterd's volume lock too: a read that lost that race
+    # (_gluster.cli_busy) is tried again, twice, a second apart.
+    for attempt in range(3):
+        rc, out, err = run(_gluster.GLUSTER + list(args) + [_gluster.XML], timeout)
+        if rc == 0 or not _gluster.cli_busy(text(out), text(err)) or attempt == 2:
+            break
+        time.sleep(1)
     if not out.strip():
         raise _gluster.GlusterCliError(rc, None, text(err).strip() or "no output")
     return text(out)
@@ -124,23 +132,53 @@ def collect_nfs_exports(metrics, config):
     results = []
     for item in config.get("nfs_exports", []):
         started = time.monotonic()
-        url = f"nfs://{item['server']}{item['export']}?version=4"
+        url = f"nfs://{item['server']}{item['pseudo']}?version=4"
         rc, _out, _err = run(["nfs-ls", url], config["timeout"])
-        results.append({"server": item["server"], "export": item["export"], "ok": rc == 0, "seconds": time.monotonic() - started})
+        results.append({"server": item["server"], "export": item["pseudo"], "ok": rc == 0, "seconds": time.monotonic() - started})
     _monitoring.nfs_export_metrics(metrics, results)
+
+
+def api_key(path):
+    """The model servers' API key from an environment file (KEY=VALUE lines, e.g. LLM_API_KEY=...), or None."""
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                name, sep, value = line.strip().partition("=")
+                if sep and name.strip() == "LLM_API_KEY":
+                    return value.strip().strip("\"'") or None
+    except OSError:
+        return None
+    return None
+
+
+def http_get(url, timeout, key=None):
+    """(ok, body) of a GET on this node's model server; ok for a 2xx answer."""
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"} if key else {})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # nosec: a fixed http URL of this node
+            return 200 <= response.status < 300, response.read()
+    except (urllib.error.URLError, OSError, ValueError):
+        return False, b""
 
 
 def collect_llm(metrics, config):
     models = []
+    key = api_key(config.get("llm_api_key_file"))
+    address = config.get("llm_address", "127.0.0.1")
+    base = f"[{address}]" if ":" in address else address
     for model in config.get("llm_models", []):
         started = time.monotonic()
-        url = f"http://{config.get('llm_address', '127.0.0.1')}:{model['port']}{_monitoring.health_path(model.get('engine', 'vllm'))}"
-        try:
-            with urllib.request.urlopen(url, timeout=config["timeout"]) as response:  # nosec: a fixed http URL of this node
-                ok = 200 <= response.status < 300
-        except (urllib.error.URLError, OSError, ValueError):
-            ok = False
-        models.append({**model, "ok": ok, "seconds": time.monotonic() - started})
+        engine = model.get("engine", "vllm")
+        ok, _body = http_get(f"http://{base}:{model['port']}{_monitoring.health_path(engine)}", config["timeout"], key)
+        entry = {**model, "ok": ok, "seconds": time.monotonic() - started}
+        if ok and engine == "vllm":
+            # vLLM's own gauges (requests running and waiting, KV cache usage), relayed: the servers listen on
+            # this node's address for the model servers, which Prometheus may not reach.
+            answered, body = http_get(f"http://{base}:{model['port']}/metrics", config["timeout"], key)
+            entry["vllm"] = _monitoring.parse_vllm_metrics(text(body)) if answered else {}
+        models.append(entry)
     gpus = None
     rc, out, _err = run(["nvidia-smi", "--query-gpu=index,uuid,memory.used,memory.total", "--format=csv,noheader,nounits"], config["timeout"])
     if rc == 0:

@@ -649,3 +649,10 @@ def test_offline_bricks_names_the_brick_of_a_disconnected_peer(fixture_text):
     volume = g.parse_volume_info(fixture_text("gluster", "volume_info_replicate.xml"))["rep3"]
     status = g.parse_volume_status(fixture_text("gluster", "volume_status_brick_down.xml"))
     assert g.offline_bricks(volume, status) == ["node3:/bricks/rep3"]
+
+
+def test_cli_busy_on_glusterds_lock_answers(fixture_text):
+    assert g.cli_busy("", fixture_text("gluster", "volume_start_busy.txt"))
+    assert g.cli_busy("<opErrstr>Locking failed on node2. Please check log file for details.</opErrstr>")
+    assert not g.cli_busy(fixture_text("gluster", "volume_create_root_partition.xml"), "")
+    assert not g.cli_busy(None, "")

@@ -294,3 +294,30 @@ def test_credential_decoded_on_real_unmunge_output(fixture_text, case, decoded):
 @pytest.mark.parametrize("rc,text", [(17, ""), (6, "unmunge: Error: Failed to access socket"), (15, "STATUS: Expired credential (15)")])
 def test_credential_not_decoded(rc, text):
     assert m.credential_decoded(rc, text) is False
+
+
+def test_parse_vllm_metrics_v1_names(fixture_text):
+    values = m.parse_vllm_metrics(fixture_text("vllm", "metrics-v1.txt"))
+    assert values == {"vllm_requests_running": 3.0, "vllm_requests_waiting": 1.0, "vllm_kv_cache_usage_ratio": 0.4375}
+
+
+def test_parse_vllm_metrics_v0_cache_name(fixture_text):
+    assert m.parse_vllm_metrics(fixture_text("vllm", "metrics-v0.txt"))["vllm_kv_cache_usage_ratio"] == 0.05
+
+
+def test_parse_vllm_metrics_ignores_garbage():
+    assert m.parse_vllm_metrics("vllm:num_requests_running{} NaNx\n<html>\n") == {}
+    assert m.parse_vllm_metrics("") == {}
+
+
+def test_llm_metrics_relay_vllm_gauges_per_model(fixture_text):
+    models = [
+        {"name": "llama-3-8b", "port": 8000, "engine": "vllm", "ok": True, "seconds": 0.01,
+         "vllm": m.parse_vllm_metrics(fixture_text("vllm", "metrics-v1.txt"))},
+        {"name": "down", "port": 8001, "engine": "vllm", "ok": False, "seconds": 0.01},
+    ]
+    metrics = m.llm_metrics(m.Metrics(), models)
+    assert metrics.value("hpclab_vllm_requests_running", model="llama-3-8b", port="8000") == 3.0
+    assert metrics.value("hpclab_vllm_kv_cache_usage_ratio", model="llama-3-8b", port="8000") == 0.4375
+    assert metrics.value("hpclab_vllm_requests_running", model="down", port="8001") is None
+    assert "# TYPE hpclab_vllm_requests_waiting gauge" in metrics.render()

@@ -47,6 +47,8 @@ class FakeGluster:
         answer = self.answers[words[:2]]
         if isinstance(answer, list):
             answer = answer.pop(0) if len(answer) > 1 else answer[0]
+        if isinstance(answer, tuple):  # (rc, fixture printed on stderr): a command glusterd refused
+            return answer[0], "", self.fixture_text("gluster", answer[1])
         return 0, self.fixture_text("gluster", answer), ""
 
     def mutating(self):
@@ -125,6 +127,25 @@ def test_start_waits_until_every_brick_is_online(gluster, capsys):
     result = run(capsys, name="rep3", bricks=REP3, replica=3)
     assert result["changed"] is True and "failed" not in result
     assert [c[:2] for c in fake.calls].count(["volume", "status"]) == 2
+
+
+BUSY = (1, "volume_start_busy.txt")
+
+
+def test_a_command_that_lost_the_lock_race_is_run_again(gluster, capsys):
+    fake = gluster({**answers(["volume_info_missing.xml", "volume_info_replicate.xml"]), ("volume", "start"): [BUSY, BUSY, "volume_start_ok.xml"]})
+    result = run(capsys, name="rep3", bricks=REP3, replica=3)
+    assert result["changed"] is True and "failed" not in result, result
+    assert [c[:2] for c in fake.calls].count(["volume", "start"]) == 3
+    assert fake.clock.sleeps == [gluster_volume.BUSY_DELAY] * 2
+
+
+def test_a_lock_never_free_fails_after_the_tries_naming_glusterds_answer(gluster, capsys):
+    fake = gluster({**answers("volume_info_missing.xml"), ("volume", "start"): [BUSY]})
+    result = run(capsys, name="rep3", bricks=REP3, replica=3)
+    assert result["failed"] is True
+    assert "Another transaction is in progress" in result["msg"], result["msg"]
+    assert [c[:2] for c in fake.calls].count(["volume", "start"]) == gluster_volume.BUSY_TRIES
 
 
 def test_force_appended_only_with_a_safety_flag(gluster, capsys):

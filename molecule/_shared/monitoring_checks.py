@@ -1,0 +1,90 @@
+"""Reading Prometheus and Alertmanager from the monitoring host, and following a real fault until its
+alert fires in Alertmanager's API (/api/v2/alerts) and until it resolves, for every scenario that runs
+the monitoring layer. The measured times go into NUMBERS (printed by the scenario's last test)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import time
+from urllib.parse import quote
+
+import pytest
+from helpers import get_host, inventory_hosts
+
+# Measured times, printed at the end of each scenario's tests.
+NUMBERS: dict[str, float] = {}
+
+
+def monitoring_server() -> str:
+    return inventory_hosts("monitoring")[0]
+
+
+def listen_address(name: str | None = None, default_file: str = "/etc/default/prometheus") -> str:
+    """HOST:PORT of --web.listen-address in a daemon's EnvironmentFile (ARGS="...")."""
+    args = get_host(name or monitoring_server()).file(default_file).content_string
+    return re.search(r"--web\.listen-address=([^\s\"]+)", args).group(1)
+
+
+def http_json(url: str):
+    """GET url from the monitoring host (the services listen on its cluster address only)."""
+    code = "import sys,urllib.request;print(urllib.request.urlopen(sys.argv[1],timeout=10).read().decode())"
+    return json.loads(get_host(monitoring_server()).check_output(f"python3 -c {shlex.quote(code)} {shlex.quote(url)}"))
+
+
+def prometheus(path: str):
+    return http_json(f"http://{listen_address()}{path}")
+
+
+def query(expr: str) -> list:
+    """[(labels, value)] of an instant PromQL query."""
+    data = prometheus(f"/api/v1/query?query={quote(expr)}")
+    assert data["status"] == "success", data
+    return [(r["metric"], float(r["value"][1])) for r in data["data"]["result"]]
+
+
+def value(expr: str) -> float | None:
+    result = query(expr)
+    return result[0][1] if result else None
+
+
+def alerts() -> list:
+    """Active alerts in Alertmanager: [{labels}] (a resolved alert is no longer listed)."""
+    address = listen_address(default_file="/etc/default/prometheus-alertmanager")
+    url = f"http://{address}/api/v2/alerts?active=true&silenced=false&inhibited=false"
+    return [a["labels"] for a in http_json(url) if a["status"]["state"] == "active"]
+
+
+def firing(name: str, **labels) -> bool:
+    return any(a.get("alertname") == name and all(a.get(k) == v for k, v in labels.items()) for a in alerts())
+
+
+def wait_for(predicate, timeout: float, what: str, interval: float = 2.0) -> float:
+    """Seconds until predicate() was true; fails naming `what` after timeout."""
+    start = time.monotonic()
+    while True:
+        if predicate():
+            return time.monotonic() - start
+        if time.monotonic() - start > timeout:
+            pytest.fail(f"{what}: not within {timeout} s (alerts now: {alerts()})")
+        time.sleep(interval)
+
+
+def follow_fault(name: str, alert: str, labels: dict, timeout: float = 180) -> float:
+    took = wait_for(lambda: firing(alert, **labels), timeout, f"{alert} {labels} firing")
+    NUMBERS[f"{name}: time to alert"] = round(took, 1)
+    print(f"{name}: {alert} {labels} firing in Alertmanager after {took:.1f} s")
+    return took
+
+
+def follow_repair(name: str, alert: str, labels: dict, timeout: float = 240) -> float:
+    took = wait_for(lambda: not firing(alert, **labels), timeout, f"{alert} {labels} resolved")
+    NUMBERS[f"{name}: time to resolve"] = round(took, 1)
+    print(f"{name}: {alert} {labels} resolved after {took:.1f} s")
+    return took
+
+
+def print_numbers() -> None:
+    for name, seconds in NUMBERS.items():
+        print(f"{name}: {seconds} s")
