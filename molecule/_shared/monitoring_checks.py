@@ -11,7 +11,7 @@ import time
 from urllib.parse import quote
 
 import pytest
-from helpers import get_host, inventory_hosts
+from helpers import get_host, inventory_hosts, run_playbook
 
 # Measured times, printed at the end of each scenario's tests.
 NUMBERS: dict[str, float] = {}
@@ -88,3 +88,15 @@ def follow_repair(name: str, alert: str, labels: dict, timeout: float = 240) -> 
 def print_numbers() -> None:
     for name, seconds in NUMBERS.items():
         print(f"{name}: {seconds} s")
+
+
+def converge_monitoring_twice(playbook: str = "monitoring_only.yml") -> None:
+    """playbooks/monitoring.yml alone over the converged cluster (through the scenario's PLAYBOOK), then once more:
+    the second run changes nothing and restarts no node_exporter."""
+    nodes = inventory_hosts("all")
+    first = run_playbook(playbook)
+    assert first.rc == 0, first
+    pids = {n: get_host(n).check_output("systemctl show -p MainPID --value prometheus-node-exporter") for n in nodes}
+    second = run_playbook(playbook)
+    assert second.rc == 0 and second.total_changed == 0, second
+    assert {n: get_host(n).check_output("systemctl show -p MainPID --value prometheus-node-exporter") for n in nodes} == pids

@@ -120,7 +120,7 @@ CONTAINER_FIXES = {
     "_base_image": "name a local Debian bookworm image, e.g. debian:bookworm-slim",
     "_network": "keep the docker_macvlan role's network (playbooks/slurm.yml passes it)",
     "_apt_proxy": "set auto (the host's own apt proxy), \"\" for none, or a URL such as http://10.0.0.1:3142",
-    "_addresses": "let playbooks/slurm.yml pass the docker_macvlan role's docker_macvlan_addresses",
+    "_addresses": "let playbooks/slurm.yml pass the docker_macvlan role's docker_macvlan_result.addresses",
 }
 
 
