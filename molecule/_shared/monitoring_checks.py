@@ -11,7 +11,7 @@ import time
 from urllib.parse import quote
 
 import pytest
-from helpers import get_host, inventory_hosts, run_playbook
+from helpers import get_host, inventory_hosts, journal_on_failure, run_playbook
 
 # Measured times, printed at the end of each scenario's tests.
 NUMBERS: dict[str, float] = {}
@@ -100,3 +100,16 @@ def converge_monitoring_twice(playbook: str = "monitoring_only.yml") -> None:
     second = run_playbook(playbook)
     assert second.rc == 0 and second.total_changed == 0, second
     assert {n: get_host(n).check_output("systemctl show -p MainPID --value prometheus-node-exporter") for n in nodes} == pids
+
+
+# The units of the monitoring role: on the server, and on every node.
+SERVER_UNITS = ("prometheus", "prometheus-alertmanager")
+NODE_UNITS = ("prometheus-node-exporter", "hpclab-metrics.timer")
+
+
+def assert_units_running(node: str, units) -> None:
+    """Each unit running and enabled on NODE; the journal of the failing one is shown."""
+    host = get_host(node)
+    for unit in units:
+        with journal_on_failure(host, unit.removesuffix(".timer")):
+            assert host.service(unit).is_running and host.service(unit).is_enabled, unit

@@ -11,7 +11,10 @@ from __future__ import annotations
 import json
 
 from helpers import get_host, inventory_hosts, journal_on_failure
-from monitoring_checks import alerts, converge_monitoring_twice, firing, follow_fault, follow_repair, print_numbers, prometheus, query, value, wait_for
+from monitoring_checks import (
+    NODE_UNITS, SERVER_UNITS, alerts, assert_units_running, converge_monitoring_twice, firing, follow_fault,
+    follow_repair, print_numbers, prometheus, query, value, wait_for,
+)
 
 SERVER = inventory_hosts("monitoring")[0]
 NODES = inventory_hosts("all")
@@ -44,10 +47,7 @@ def test_monitoring_layer_converges_then_a_second_run_changes_and_restarts_nothi
 
 
 def test_monitoring_daemons_and_collectors_running():
-    node = get_host(SERVER)
-    for unit in ("prometheus", "prometheus-alertmanager", "prometheus-node-exporter", "hpclab-metrics.timer"):
-        with journal_on_failure(node, unit.removesuffix(".timer")):
-            assert node.service(unit).is_running and node.service(unit).is_enabled, unit
+    assert_units_running(SERVER, SERVER_UNITS + NODE_UNITS)
 
 
 def test_every_target_is_up():

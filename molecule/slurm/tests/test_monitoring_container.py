@@ -15,7 +15,10 @@ import shlex
 
 import pytest
 from helpers import get_host, inventory_hosts, journal_on_failure
-from monitoring_checks import alerts, converge_monitoring_twice, firing, follow_fault, follow_repair, print_numbers, prometheus, query, value, wait_for
+from monitoring_checks import (
+    NODE_UNITS, SERVER_UNITS, alerts, assert_units_running, converge_monitoring_twice, firing, follow_fault,
+    follow_repair, print_numbers, prometheus, query, value, wait_for,
+)
 
 SERVER = inventory_hosts("monitoring")[0]
 NODES = inventory_hosts("all")
@@ -62,19 +65,12 @@ def test_monitoring_layer_converges_then_a_second_run_changes_and_restarts_nothi
 
 
 def test_prometheus_and_alertmanager_running_and_enabled():
-    host = get_host(SERVER)
-    for unit in ("prometheus", "prometheus-alertmanager"):
-        with journal_on_failure(host, unit):
-            assert host.service(unit).is_running and host.service(unit).is_enabled
+    assert_units_running(SERVER, SERVER_UNITS)
 
 
 @pytest.mark.parametrize("node", NODES)
 def test_node_exporter_and_collectors_timer_running(node):
-    host = get_host(node)
-    with journal_on_failure(host, "prometheus-node-exporter"):
-        assert host.service("prometheus-node-exporter").is_running and host.service("prometheus-node-exporter").is_enabled
-    with journal_on_failure(host, "hpclab-metrics"):
-        assert host.service("hpclab-metrics.timer").is_running and host.service("hpclab-metrics.timer").is_enabled
+    assert_units_running(node, NODE_UNITS)
 
 
 def test_slurm_collector_runs_scontrol_in_the_controller_container():

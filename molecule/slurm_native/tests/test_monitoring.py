@@ -9,8 +9,11 @@ resolved; the measured times are printed (pytest -rA shows them in the log). Bad
 from __future__ import annotations
 
 import pytest
-from helpers import get_host, gluster_xml, inventory_hosts, journal_on_failure, run_playbook
-from monitoring_checks import alerts, follow_fault, follow_repair, listen_address, print_numbers, prometheus, query, value, wait_for
+from helpers import get_host, gluster_xml, inventory_hosts, run_playbook
+from monitoring_checks import (
+    NODE_UNITS, SERVER_UNITS, alerts, assert_units_running, follow_fault, follow_repair, listen_address,
+    print_numbers, prometheus, query, value, wait_for,
+)
 
 SERVER = inventory_hosts("monitoring")[0]
 NODES = inventory_hosts("all")
@@ -34,19 +37,12 @@ def all_workers_idle():
 
 
 def test_prometheus_and_alertmanager_running_and_enabled():
-    host = server()
-    for unit in ("prometheus", "prometheus-alertmanager"):
-        with journal_on_failure(host, unit):
-            assert host.service(unit).is_running and host.service(unit).is_enabled
+    assert_units_running(SERVER, SERVER_UNITS)
 
 
 @pytest.mark.parametrize("node", NODES)
 def test_node_exporter_and_collectors_timer_running(node):
-    host = get_host(node)
-    with journal_on_failure(host, "prometheus-node-exporter"):
-        assert host.service("prometheus-node-exporter").is_running and host.service("prometheus-node-exporter").is_enabled
-    with journal_on_failure(host, "hpclab-metrics"):
-        assert host.service("hpclab-metrics.timer").is_running and host.service("hpclab-metrics.timer").is_enabled
+    assert_units_running(node, NODE_UNITS)
 
 
 @pytest.mark.parametrize("node", NODES)
