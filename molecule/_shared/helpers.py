@@ -12,6 +12,7 @@ import json
 import os
 import re
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import testinfra
@@ -64,6 +65,21 @@ def run_playbook(playbook: str = "converge.yml", *args: str, check: bool = False
     cmd += list(args)
     env = dict(os.environ, ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1", ANSIBLE_CALLBACK_RESULT_FORMAT="json")
     return PlaybookRun(subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, check=False))
+
+
+def run_playbooks_side_by_side(playbook: str, cases: list[dict], workers: int = 3) -> dict[str, PlaybookRun]:
+    """Runs of one playbook, one per case (its extra vars), side by side; each case's run is at
+    runs[case_key(extra_vars)]. For bad-input cases only: each must fail before any change, so that none can
+    disturb another (and a case that changes something fails its own test). What a case must leave as it was
+    is read before all of them."""
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        futures = {case_key(extra_vars): pool.submit(run_playbook, playbook, extra_vars=extra_vars) for extra_vars in cases}
+        return {key: future.result() for key, future in futures.items()}
+
+
+def case_key(extra_vars: dict) -> str:
+    """The key of a case's run in run_playbooks_side_by_side's answer."""
+    return json.dumps(extra_vars, sort_keys=True)
 
 
 def gluster_xml(host, *args: str):

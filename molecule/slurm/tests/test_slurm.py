@@ -13,7 +13,7 @@ import time
 
 import pytest
 from slurm_checks import GID, HOME, UID, USER, check_file_shared_between_jobs, check_mpi_pi, dotted_name_inventory, munge_key_away
-from helpers import get_host, inventory_hosts, run_playbook
+from helpers import case_key, get_host, inventory_hosts, run_playbook, run_playbooks_side_by_side
 
 CONTROLLER = inventory_hosts("slurm_master")[0]
 WORKERS = inventory_hosts("slurm_worker")
@@ -292,11 +292,17 @@ BAD_INPUTS = [
 ]
 
 
+@pytest.fixture(scope="module")
+def bad_input_runs():
+    """Every bad input's run, side by side, and the files and containers before them."""
+    before = conf_checksums(), container_ids()
+    return before, run_playbooks_side_by_side(SLURM_PLAYBOOK, [case.values[0] for case in BAD_INPUTS])
+
+
 @pytest.mark.parametrize("extra_vars,words", BAD_INPUTS)
-def test_bad_input_fails_before_any_change(extra_vars, words):
-    before_conf, before_ids = conf_checksums(), container_ids()
-    run = run_playbook(SLURM_PLAYBOOK, extra_vars=extra_vars)
-    assert_failed_before_any_change(run, before_conf, before_ids, *words)
+def test_bad_input_fails_before_any_change(bad_input_runs, extra_vars, words):
+    (before_conf, before_ids), runs = bad_input_runs
+    assert_failed_before_any_change(runs[case_key(extra_vars)], before_conf, before_ids, *words)
 
 
 def test_unknown_mode_is_refused_by_the_role_arguments_before_any_change():

@@ -109,18 +109,8 @@ def test_healthy_values():
     assert alerts() == []
 
 
-def test_no_change_run_restarts_nothing():
-    def pids():
-        return {
-            (n, u): get_host(n).check_output(f"systemctl show -p MainPID -p ActiveEnterTimestampMonotonic {u}")
-            for n in NODES
-            for u in (["prometheus", "prometheus-alertmanager"] if n == SERVER else []) + ["prometheus-node-exporter"]
-        }
-
-    before = pids()
-    run = run_playbook("monitoring_only.yml")
-    assert run.rc == 0 and run.total_changed == 0, run
-    assert pids() == before
+# A run that changes nothing restarts none of the monitoring daemons: test_slurm_native.py's no-change run of the
+# whole converge (monitoring included) checks them with the other layers' daemons.
 
 
 # --- real faults ----------------------------------------------------------------------------------

@@ -234,6 +234,7 @@ def test_rolling_restart_refuses_a_node_drained_for_another_reason():
     assert show(W2)["Reason"].startswith("bad disk")
 
 
+# The whole converge in check mode, after the day-2 operations: it passes and predicts no change.
 def test_converge_in_check_mode_changes_nothing():
     run = run_playbook(check=True)
     assert run.rc == 0, run

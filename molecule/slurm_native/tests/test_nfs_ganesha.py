@@ -1,20 +1,22 @@
-"""NFS-Ganesha exporting the GlusterFS volume, checked from a separate client with a real NFS client
-(libnfs-utils) over NFSv4 and NFSv3: list, read, and writes that really land on Gluster; bad input that
-fails before any change while the export stays served, and an export Ganesha drops at its restart
-failing the run."""
+"""NFS-Ganesha on the controller's node exporting the cluster's GlusterFS volume, checked from a worker
+with a real NFS client (libnfs-utils, the nfs_clients group) over NFSv4 and NFSv3: list, read, and writes
+that really land on Gluster; bad input that fails before any change while the export stays served, and
+an export Ganesha drops at its restart failing the run. The storage playbook alone is rerun: the rest of
+the scenario's converge has its own tests (check mode of the whole converge in test_slurm_native.py)."""
 
 from __future__ import annotations
 
 import uuid
 
 import pytest
-from helpers import get_host, inventory_hosts, journal_on_failure, run_playbook
+from helpers import case_key, get_host, inventory_hosts, journal_on_failure, run_playbook, run_playbooks_side_by_side
 
 testinfra_hosts = inventory_hosts("nfs_ganesha")
 SERVER = testinfra_hosts[0]
 OTHER_GLUSTER = [h for h in inventory_hosts("glusterfs") if h != SERVER][0]
 CLIENT = inventory_hosts("nfs_clients")[0]
 MOUNT = "/gfsv"
+STORAGE_PLAYBOOK = "../../playbooks/storage.yml"
 USER_DIR = "nfs-rw"  # owned by uid 1000 on the volume: root is squashed on this export
 
 
@@ -88,12 +90,6 @@ def test_root_is_squashed(client, gluster_other):
     assert not gluster_other.file(f"{MOUNT}/root-was-here.txt").exists
 
 
-def test_check_mode_changes_nothing():
-    run = run_playbook(check=True)
-    assert run.rc == 0, run
-    assert run.total_changed == 0, run
-
-
 def export(**overrides):
     base = {"export_id": 1, "volume": "gv0", "pseudo": "/gv0", "access_type": "RW", "squash": "root_squash"}
     return dict(base, **overrides)
@@ -123,10 +119,17 @@ BAD_INPUT = [
 ]
 
 
+@pytest.fixture(scope="module")
+def bad_input_runs(client, gluster_other):
+    """Every bad input's run, side by side, and what the export was before them."""
+    before = get_host(SERVER).file("/etc/ganesha/ganesha.conf").sha256sum, ganesha_pid()
+    return before, run_playbooks_side_by_side(STORAGE_PLAYBOOK, [case.values[0] for case in BAD_INPUT])
+
+
 @pytest.mark.parametrize("extra_vars,message", BAD_INPUT)
-def test_bad_input_fails_before_any_change_and_the_export_is_still_served(client, gluster_other, extra_vars, message):
-    conf_before, pid_before = get_host(SERVER).file("/etc/ganesha/ganesha.conf").sha256sum, ganesha_pid()
-    run = run_playbook(extra_vars=extra_vars)
+def test_bad_input_fails_before_any_change_and_the_export_is_still_served(client, bad_input_runs, extra_vars, message):
+    (conf_before, pid_before), runs = bad_input_runs
+    run = runs[case_key(extra_vars)]
     assert run.rc != 0, run
     assert message in run.output and "Fix:" in run.output, run
     assert run.total_changed == 0, run
@@ -141,14 +144,14 @@ def test_bad_input_fails_before_any_change_and_the_export_is_still_served(client
 # look into the volume); Ganesha then drops the export and keeps running, and the role's check after the
 # restart must fail the run. The next plain run restores the export.
 def test_an_export_ganesha_drops_at_its_restart_fails_the_run(client, gluster_other):
-    broken = run_playbook(extra_vars={"nfs_ganesha_exports": [export(volpath="/no-such-dir")]})
+    broken = run_playbook(STORAGE_PLAYBOOK, extra_vars={"nfs_ganesha_exports": [export(volpath="/no-such-dir")]})
     try:
         assert broken.rc != 0, broken
         assert f"{SERVER}: after its (re)start NFS-Ganesha does not serve export 1 (pseudo /gv0, volume gv0, volpath /no-such-dir)" in broken.output, broken
         assert "Fix:" in broken.output, broken
         assert client.run("nfs-ls %s", url("", 4)).rc != 0  # what the check saw: the export is gone
     finally:
-        restored = run_playbook()
+        restored = run_playbook(STORAGE_PLAYBOOK)
     assert restored.rc == 0, restored
     listing = client.run("nfs-ls %s", url("", 4))
     assert listing.rc == 0, listing.stderr

@@ -1,0 +1,197 @@
+"""The LLM gateway (roles/llm_gateway, playbooks/llm_gateway.yml) in front of both model servers: one OpenAI
+address on llm1's network address, a key per user read from the user's home, 401 without a valid key, a user
+removed from the inventory losing access on the next run, and bad gateway input failing before any change.
+The requests come from the test machine, a client outside the node."""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.error
+import urllib.request
+
+import pytest
+from helpers import case_key, get_host, inventory_hosts, run_playbook, run_playbooks_side_by_side
+
+testinfra_hosts = inventory_hosts("llm")
+NODE = testinfra_hosts[0]
+GATEWAY_PLAYBOOK = "../../playbooks/llm_gateway.yml"
+PORT = 4000
+MODELS = ["tiny-a", "tiny-b"]
+USERS = [{"name": "alice", "uid": 2001, "gid": 2001}, {"name": "bob", "uid": 2002, "gid": 2002}]
+SITE = "/etc/nginx/conf.d/hpclab-llm-gateway.conf"
+KEYS_MAP = "/etc/nginx/hpclab-llm-gateway/keys.map"
+
+
+def node():
+    return get_host(NODE)
+
+
+def address() -> str:
+    return node().interface("eth0").addresses[0]
+
+
+def env_file(user: str) -> str:
+    return f"/home/{user}/.config/hpclab/llm.env"
+
+
+def user_env(user: str) -> dict:
+    text = node().check_output(f"cat {env_file(user)}")
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line and not line.startswith("#"))
+
+
+def call(path: str, key: str | None = None, body: dict | None = None, timeout: float = 120) -> tuple[int, bytes]:
+    """One request to the gateway from the test machine: (status, body)."""
+    headers = {"Content-Type": "application/json"}
+    if key is not None:
+        headers["Authorization"] = f"Bearer {key}"
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(f"http://{address()}:{PORT}{path}", data=data, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+def nginx_pid() -> str:
+    return node().check_output("systemctl show -p MainPID --value nginx")
+
+
+def chat(model: str, **extra) -> dict:
+    return {"model": model, "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 8, **extra}
+
+
+def test_nginx_running_enabled_and_listening_on_the_cluster_address_only(host):
+    assert host.service("nginx").is_running
+    assert host.service("nginx").is_enabled
+    listening = host.check_output("ss -Htln")
+    assert f"{address()}:{PORT} " in listening
+    assert f"0.0.0.0:{PORT} " not in listening and f"*:{PORT} " not in listening
+    assert ":80 " not in listening  # Debian's default site is gone
+
+
+@pytest.mark.parametrize("port", [8101, 8102])
+def test_model_servers_listen_on_loopback_only(host, port):
+    listening = host.check_output("ss -Htln")
+    assert f"127.0.0.1:{port} " in listening
+    assert f"0.0.0.0:{port} " not in listening
+
+
+@pytest.mark.parametrize("user", USERS, ids=[u["name"] for u in USERS])
+def test_each_user_finds_the_url_and_a_key_in_a_file_only_they_can_read(host, user):
+    key_file = host.file(env_file(user["name"]))
+    assert key_file.mode == 0o600
+    assert (key_file.uid, key_file.gid) == (user["uid"], user["gid"])
+    env = user_env(user["name"])
+    assert env["OPENAI_BASE_URL"] == f"http://{address()}:{PORT}/v1"
+    assert len(env["OPENAI_API_KEY"]) >= 32
+
+
+def test_keys_are_kept_root_only_and_differ(host):
+    assert host.file(KEYS_MAP).mode == 0o600 and host.file(KEYS_MAP).user == "root"
+    assert user_env("alice")["OPENAI_API_KEY"] != user_env("bob")["OPENAI_API_KEY"]
+
+
+def test_models_lists_both_lab_models_with_a_users_key():
+    status, body = call("/v1/models", user_env("alice")["OPENAI_API_KEY"])
+    assert status == 200, body
+    assert sorted(model["id"] for model in json.loads(body)["data"]) == MODELS
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_chat_completion_is_routed_by_model_name(model):
+    status, body = call("/v1/chat/completions", user_env("alice")["OPENAI_API_KEY"], chat(model))
+    assert status == 200, body
+    answer = json.loads(body)
+    assert answer["model"] == model
+    assert answer["usage"]["completion_tokens"] > 0
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_streamed_completion_arrives_as_server_sent_events(model):
+    status, body = call("/v1/chat/completions", user_env("bob")["OPENAI_API_KEY"], chat(model, stream=True))
+    assert status == 200, body
+    events = [line[len("data: "):] for line in body.decode().splitlines() if line.startswith("data: ")]
+    assert events[-1] == "[DONE]", body
+    assert len(events) >= 2 and all(json.loads(event)["object"] == "chat.completion.chunk" for event in events[:-1])
+
+
+@pytest.mark.parametrize("key", [None, "not-a-key-of-anyone-at-all-0123456789"], ids=["no-key", "unknown-key"])
+@pytest.mark.parametrize("path,body", [("/v1/models", None), ("/v1/chat/completions", chat("tiny-a"))], ids=["models", "chat"])
+def test_without_a_valid_key_401(key, path, body):
+    status, answer = call(path, key, body)
+    assert status == 401, answer
+
+
+def test_unknown_model_is_404_in_openai_form():
+    status, body = call("/v1/chat/completions", user_env("alice")["OPENAI_API_KEY"], chat("no-such-model"))
+    assert status == 404, body
+    assert json.loads(body)["error"]["code"] == "model_not_found"
+
+
+def test_access_log_names_the_user_never_the_key(host):
+    # Its own request: testinfra runs the tests that take `host` before the others.
+    assert call("/v1/chat/completions", user_env("alice")["OPENAI_API_KEY"], chat("tiny-b"))[0] == 200
+    log = host.check_output("cat /var/log/nginx/hpclab-llm-gateway*.log")
+    assert re.search(r"user=alice .*model=tiny-b", log), log
+    for user in ("alice", "bob"):
+        assert user_env(user)["OPENAI_API_KEY"] not in log
+
+
+def test_gateway_run_that_changes_nothing_reloads_nothing():
+    pid = nginx_pid()
+    run = run_playbook(GATEWAY_PLAYBOOK)
+    assert run.rc == 0, run
+    assert run.total_changed == 0, run
+    assert nginx_pid() == pid
+
+
+def test_a_user_removed_from_the_inventory_loses_access_on_the_next_run(host):
+    alice_key, bob_key = user_env("alice")["OPENAI_API_KEY"], user_env("bob")["OPENAI_API_KEY"]
+    run = run_playbook(GATEWAY_PLAYBOOK, extra_vars={"hpclab_cluster_users": USERS[:1]})
+    try:
+        assert run.rc == 0, run
+        assert call("/v1/models", bob_key)[0] == 401
+        assert not host.file(env_file("bob")).exists
+        assert call("/v1/models", alice_key)[0] == 200  # the others keep their keys
+        assert user_env("alice")["OPENAI_API_KEY"] == alice_key
+    finally:
+        back = run_playbook(GATEWAY_PLAYBOOK)
+    assert back.rc == 0, back
+    new_bob_key = user_env("bob")["OPENAI_API_KEY"]
+    assert new_bob_key != bob_key  # a new key, not the revoked one
+    assert call("/v1/models", new_bob_key)[0] == 200
+    assert call("/v1/models", bob_key)[0] == 401
+
+
+# Each message names the host and the variable, and says the fix; never the key itself.
+SHORT_KEY = "tooshort0123456789"
+SAME_KEY = "a" * 20 + "0123456789abcdef"
+BAD_INPUT = [
+    pytest.param({"llm_gateway_keys": {"alice": SHORT_KEY}},
+                 f"{NODE}: llm_gateway_keys: alice's key (value not shown) is shorter than 32 characters", id="short-key"),
+    pytest.param({"llm_gateway_keys": {"alice": SAME_KEY, "bob": SAME_KEY}},
+                 f"{NODE}: llm_gateway_keys: alice, bob have the same key", id="same-key"),
+    pytest.param({"llm_gateway_port": 8101}, f"{NODE}: llm_gateway_port 8101 is the port of the model server tiny-a", id="model-port"),
+    pytest.param({"llm_gateway_port": 7860}, f"{NODE}: llm_gateway_port 7860 is the port of", id="web-ui-port"),
+]
+
+
+@pytest.fixture(scope="module")
+def bad_input_runs():
+    """Every bad input's run, side by side, and the gateway's files and nginx before them."""
+    before = node().file(SITE).sha256sum, node().file(KEYS_MAP).sha256sum, nginx_pid()
+    return before, run_playbooks_side_by_side(GATEWAY_PLAYBOOK, [case.values[0] for case in BAD_INPUT])
+
+
+@pytest.mark.parametrize("extra_vars,message", BAD_INPUT)
+def test_bad_input_fails_before_any_change(host, bad_input_runs, extra_vars, message):
+    before, runs = bad_input_runs
+    run = runs[case_key(extra_vars)]
+    assert run.rc != 0, run
+    assert message in run.output and "Fix:" in run.output, run
+    assert run.total_changed == 0, run
+    for value in extra_vars.get("llm_gateway_keys", {}).values():
+        assert value not in run.output
+    assert (host.file(SITE).sha256sum, host.file(KEYS_MAP).sha256sum, nginx_pid()) == before

@@ -1,0 +1,140 @@
+"""Backups of the reference design (roles/backup, playbooks/backup.yml on the controller's node) and their
+restore (playbooks/restore.yml): files in alice's home and a job recorded by slurmdbd are backed up by the
+installed unit, as its timer would run it; the files are deleted and the accounting database dropped; the
+restore playbook brings both back: the files byte for byte, and sacct lists the old job again. Bad input fails
+before any change."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+
+import pytest
+from helpers import case_key, get_host, inventory_hosts, run_playbook, run_playbooks_side_by_side
+
+CONTROLLER = inventory_hosts("slurm_master")[0]
+BACKUP_HOST = inventory_hosts("backup")[0]
+testinfra_hosts = [BACKUP_HOST]
+BACKUP_PLAYBOOK = "../../playbooks/backup.yml"
+RESTORE_PLAYBOOK = "../../playbooks/restore.yml"
+USER = "alice"
+HOME = f"/gfsv/home/{USER}"
+DATA = f"{HOME}/backup-proof"
+DB = "slurm_acct_db"
+REPOSITORY = "/var/lib/hpclab/backup-repo"
+PASSWORD_FILE = "/etc/hpclab/backup/restic.password"
+SCRIPT = "/usr/local/sbin/hpclab-backup"
+# What the tests write and expect back: path to sha256.
+WRITTEN: dict[str, str] = {}
+JOB: dict[str, str] = {}
+
+
+def node():
+    return get_host(BACKUP_HOST)
+
+
+def sacct_job(job_id: str) -> str:
+    """The job's state as sacct lists it, '' when the accounting database does not know it."""
+    result = node().run(f"docker exec {CONTROLLER} sacct --noheader --parsable2 --allocations --starttime=2000-01-01 "
+                        f"--jobs={job_id} --format=JobID,State")
+    return next((line.split("|")[1] for line in result.stdout.splitlines() if line.startswith(f"{job_id}|")), "")
+
+
+def wait_for(what, check, timeout: float = 120):
+    deadline = time.monotonic() + timeout
+    while not (value := check()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(2)
+    return value
+
+
+def restic(*args: str) -> str:
+    return node().check_output(f"RESTIC_PASSWORD_FILE={PASSWORD_FILE} restic -r {REPOSITORY} " + " ".join(map(shlex.quote, args)))
+
+
+def test_timer_is_enabled_and_the_repository_password_root_only(host):
+    assert host.service("hpclab-backup.timer").is_enabled
+    assert host.service("hpclab-backup.timer").is_running
+    password = host.file(PASSWORD_FILE)
+    assert (password.mode, password.user) == (0o600, "root")
+
+
+def test_files_in_a_home_and_a_finished_job_are_backed_up(host):
+    host.check_output(f"install -d -o 2001 -g 2001 -m 0700 {DATA}/sub")
+    host.check_output(f"head -c 3000000 /dev/urandom > {DATA}/random.bin && echo 'notes of alice' > {DATA}/sub/notes.txt "
+                      f"&& chown -R 2001:2001 {DATA}")
+    for path in (f"{DATA}/random.bin", f"{DATA}/sub/notes.txt"):
+        WRITTEN[path] = host.file(path).sha256sum
+    job_id = node().check_output(f"docker exec -u {USER} -w {HOME} {CONTROLLER} sbatch --parsable --wait "
+                                 "--job-name=before-backup --output=/dev/null --wrap hostname").strip().split(";")[0]
+    JOB["id"] = job_id
+    assert wait_for("sacct to record the job", lambda: sacct_job(job_id) == "COMPLETED")
+
+    with_service = host.run("systemctl start hpclab-backup.service")  # what the timer starts
+    assert with_service.rc == 0, host.run("journalctl -u hpclab-backup.service -n 40 --no-pager").stdout
+    snapshots = json.loads(restic("snapshots", "--json"))
+    assert snapshots, "no snapshot"
+    listing = restic("ls", "latest")
+    assert f"{DATA}/random.bin" in listing
+    assert any(line.endswith(f"{DB}.sql") for line in listing.splitlines()), listing
+
+
+def test_deleted_files_and_a_dropped_database_come_back_with_the_restore_playbook(host):
+    assert WRITTEN and JOB, "needs the backup of the test before"
+    host.check_output(f"rm -rf {DATA}")
+    # The database lost: slurmdbd stopped first (its open connection would hold DROP DATABASE on a metadata lock);
+    # the restore playbook starts it again.
+    host.check_output(f"docker stop {CONTROLLER}-slurmdbd")
+    host.check_output(f"docker exec -i {CONTROLLER}-mariadb mariadb -e 'DROP DATABASE {DB}'")
+    assert sacct_job(JOB["id"]) == ""
+
+    run = run_playbook(RESTORE_PLAYBOOK, extra_vars={"restore_home": USER, "restore_accounting_db": True})
+    assert run.rc == 0, run
+
+    for path, digest in WRITTEN.items():
+        restored = host.file(path)
+        assert restored.sha256sum == digest, path
+        assert (restored.uid, restored.gid) == (2001, 2001)
+    assert wait_for("sacct to list the old job again", lambda: sacct_job(JOB["id"]) == "COMPLETED")
+
+
+def test_a_backup_run_that_changes_nothing_restarts_nothing(host):
+    timer_since = host.check_output("systemctl show -p ActiveEnterTimestampMonotonic --value hpclab-backup.timer")
+    run = run_playbook(BACKUP_PLAYBOOK)
+    assert run.rc == 0, run
+    assert run.total_changed == 0, run
+    assert host.check_output("systemctl show -p ActiveEnterTimestampMonotonic --value hpclab-backup.timer") == timer_since
+
+
+# Each message names the host and the variable, and says the fix.
+BAD_INPUT = [
+    pytest.param({"backup_repository": "/no/such/disk/restic"},
+                 f"{BACKUP_HOST}: backup_repository '/no/such/disk/restic': its parent directory /no/such/disk does not exist",
+                 id="target-missing"),
+    # /var/lib/hpclab/images is the node's read-only bind mount of the image archives.
+    pytest.param({"backup_repository": "/var/lib/hpclab/images/restic"},
+                 f"{BACKUP_HOST}: backup_repository '/var/lib/hpclab/images/restic': its parent directory /var/lib/hpclab/images "
+                 "is not writable", id="target-read-only"),
+    pytest.param({"backup_retention": {"keep_daily": 0}}, f"{BACKUP_HOST}: backup_retention.keep_daily 0 is not a positive whole number",
+                 id="keeps-nothing"),
+    pytest.param({"backup_retention": {}}, f"{BACKUP_HOST}: backup_retention sets no rule", id="no-rule"),
+]
+
+
+@pytest.fixture(scope="module")
+def bad_input_runs():
+    """Every bad input's run, side by side, and the backup script before them."""
+    before = node().file(SCRIPT).sha256sum
+    return before, run_playbooks_side_by_side(BACKUP_PLAYBOOK, [case.values[0] for case in BAD_INPUT])
+
+
+@pytest.mark.parametrize("extra_vars,message", BAD_INPUT)
+def test_bad_input_fails_before_any_change(host, bad_input_runs, extra_vars, message):
+    before, runs = bad_input_runs
+    run = runs[case_key(extra_vars)]
+    assert run.rc != 0, run
+    assert message in run.output and "Fix:" in run.output, run
+    assert run.total_changed == 0, run
+    assert "molecule-backup-not-secret" not in run.output
+    assert host.file(SCRIPT).sha256sum == before

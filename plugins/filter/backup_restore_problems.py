@@ -1,0 +1,175 @@
+# Copyright: hpclab.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: backup_restore_problems
+short_description: What keeps the backup role's restore entry point from restoring, before anything is written
+version_added: 0.4.0
+description:
+  - The backup role's C(restore) entry point (C(playbooks/restore.yml)) writes a user's home or the accounting
+    database back from a restic snapshot. It checks what it was asked with this filter before it asks the
+    repository, and again with what C(restic snapshots --json) and C(restic ls --json) answered before it writes.
+  - Returns a list of problems, each naming the host, the variable and the fix; an empty list means the restore may
+    go on. The password is never part of a message.
+  - "What was asked: (1) C(backup_restore_home) or C(backup_restore_accounting_db), at least one; (2) C(backup_repository)
+    and C(backup_password) are set; (3) C(backup_restore_snapshot) is C(latest) or a snapshot ID (8 to 64 hex digits,
+    as C(restic snapshots) shows it); (4) C(backup_restore_home) is a user name (as useradd takes it) and
+    C(backup_home_root) a canonical absolute path; (5) C(backup_restore_target) is empty (in place) or a canonical
+    absolute path; (6) the accounting database is asked only where C(backup_mariadb_databases) names one."
+  - "What the repository holds (when O(snapshots) is given): (7) a snapshot matches C(backup_restore_snapshot);
+    (8) it holds the home C(backup_home_root/USER) as a directory; (9) it holds the dump C(backup_dump_dir/DB.sql)
+    of every database of C(backup_mariadb_databases)."
+options:
+  _input:
+    description: The role's variables by name (C(backup_restore_*), C(backup_home_root), C(backup_repository), C(backup_password),
+      C(backup_mariadb_databases), C(backup_dump_dir)).
+    type: dict
+    required: true
+  host:
+    description: The host's inventory name, for the messages.
+    type: str
+    required: true
+  snapshots:
+    description: The snapshots that match C(backup_restore_snapshot), as C(restic snapshots --json) lists them; V(None) before the repository was asked.
+    type: list
+    elements: dict
+  listed:
+    description: The output of C(restic ls --json SNAPSHOT PATH) (JSON lines) for each path to restore, by path.
+    type: dict
+    default: {}
+"""
+
+EXAMPLES = r"""
+# {"backup_restore_home": "alice", "backup_home_root": "/gfsv/home", ...}
+#   | hpclab.cluster.backup_restore_problems(host="node1", snapshots=[{"id": "4f3c...", "time": "..."}],
+#                                            listed={"/gfsv/home/alice": '{"struct_type":"snapshot",...}'})
+# => ["node1: backup_restore_home 'alice': snapshot 4f3c2a1b (2024-05-02 02:31:07) holds no /gfsv/home/alice. ..."]
+- name: Check what is asked
+  ansible.builtin.assert:
+    that: __problems | length == 0
+    fail_msg: "{{ __problems | join(' ') }}"
+    quiet: true
+  vars:
+    __problems: "{{ {'backup_restore_home': 'alice', 'backup_home_root': '/gfsv/home'} | hpclab.cluster.backup_restore_problems(host=inventory_hostname) }}"
+"""
+
+RETURN = r"""
+_value:
+  description: One message per problem; empty when there is none.
+  type: list
+  elements: str
+"""
+
+import json
+import re
+from collections.abc import Mapping
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import USER_NAME, USER_NAME_MAX, path_problem
+
+SNAPSHOT_ID = re.compile(r"^[0-9a-f]{8,64}\Z")
+
+
+def listed_nodes(text):
+    """{path: type} of the nodes in the JSON lines of `restic ls --json` (the snapshot line is left out)."""
+    nodes = {}
+    for line in str(text or "").splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError as exc:
+            raise AnsibleFilterError(f"backup_restore_problems: a line of restic ls --json is not JSON: {line[:80]!r}") from exc
+        if isinstance(item, Mapping) and item.get("struct_type") == "node" and "path" in item:
+            nodes[item["path"]] = item.get("type")
+    return nodes
+
+
+def home_path(settings):
+    """backup_home_root/backup_restore_home."""
+    return f"{str(settings.get('backup_home_root', '')).rstrip('/')}/{settings.get('backup_restore_home')}"
+
+
+def dump_path(settings, database):
+    """Where the backup script dumped DATABASE (backup_dump_dir/DATABASE.sql)."""
+    return f"{str(settings.get('backup_dump_dir', '')).rstrip('/')}/{database}.sql"
+
+
+def backup_restore_problems(settings, host, snapshots=None, listed=None):
+    """Filter entry point: see DOCUMENTATION."""
+    if not isinstance(settings, Mapping):
+        raise AnsibleFilterError(f"backup_restore_problems: input must be a dict of the role's variables, got {type(settings).__name__}")
+    problems = []
+
+    def problem(text):
+        problems.append(f"{host}: {text}")
+
+    user = settings.get("backup_restore_home") or ""
+    database = bool(settings.get("backup_restore_accounting_db"))
+    databases = settings.get("backup_mariadb_databases") or []
+    if not user and not database:
+        problem("nothing to restore: neither backup_restore_home nor backup_restore_accounting_db is set. Fix: give "
+                "-e restore_home=USER and/or -e restore_accounting_db=true to playbooks/restore.yml.")
+    if not str(settings.get("backup_repository") or "").strip():
+        problem("backup_repository is empty. Fix: give the repository the backups went to (the inventory's backup_repository).")
+    if not str(settings.get("backup_password") or ""):
+        problem("backup_password is empty. Fix: give the repository's password (the inventory's vaulted backup_password).")
+
+    snapshot = settings.get("backup_restore_snapshot")
+    if snapshot != "latest" and not (isinstance(snapshot, str) and SNAPSHOT_ID.match(snapshot)):
+        problem(f"backup_restore_snapshot {snapshot!r} is neither 'latest' nor a snapshot ID. Fix: give an ID as "
+                "'restic snapshots' lists it (8 hex digits or the full 64), or leave it at 'latest'.")
+    if user:
+        if not isinstance(user, str) or not USER_NAME.match(user) or len(user) > USER_NAME_MAX:
+            problem(f"backup_restore_home {user!r} is not a user name. Fix: give the user whose home to restore, e.g. 'alice'.")
+        reason = path_problem(settings.get("backup_home_root"))
+        if reason:
+            problem(f"backup_home_root {settings.get('backup_home_root')!r} {reason}. Fix: keep the default (hpclab_shared_path/home).")
+    target = settings.get("backup_restore_target") or ""
+    if target:
+        reason = path_problem(target)
+        if reason:
+            problem(f"backup_restore_target {target!r} {reason}. Fix: leave it empty to restore in place, or give a directory "
+                    "such as /root/restored.")
+    if database and not databases:
+        problem("backup_restore_accounting_db is true but backup_mariadb_databases is empty: no database was dumped. "
+                "Fix: give the databases the backups dumped (default [slurm_acct_db]).")
+    if problems or snapshots is None:
+        return problems
+
+    if not snapshots and snapshot == "latest":
+        problem(f"backup_restore_snapshot latest: the repository holds no snapshot of {host} (tag hpclab). Fix: back up first "
+                "(playbooks/backup.yml -e backup_run_now=true), or give a snapshot ID with -e restore_snapshot=ID "
+                "('restic snapshots' lists them, README).")
+        return problems
+    if not snapshots:
+        problem(f"backup_restore_snapshot {snapshot}: the repository holds no such snapshot. Fix: list them with "
+                "'restic snapshots' (README) and give one with -e restore_snapshot=ID.")
+        return problems
+    chosen = sorted(snapshots, key=lambda s: str(s.get("time", "")))[-1]
+    name = f"snapshot {str(chosen.get('id', ''))[:8]} ({str(chosen.get('time', ''))[:19].replace('T', ' ')})"
+    listed = listed or {}
+    if user:
+        path = home_path(settings)
+        if listed_nodes(listed.get(path)).get(path) != "dir":
+            problem(f"backup_restore_home {user!r}: {name} holds no directory {path}. Fix: check the name, or give an older "
+                    "snapshot with -e restore_snapshot=ID ('restic ls ID " + path + "' shows what one holds).")
+    if database:
+        for db in databases:
+            path = dump_path(settings, db)
+            if listed_nodes(listed.get(path)).get(path) != "file":
+                problem(f"backup_restore_accounting_db: {name} holds no dump {path} of the database {db}. Fix: give a snapshot "
+                        "made while backup_mariadb_databases named it, with -e restore_snapshot=ID.")
+    return problems
+
+
+class FilterModule:
+    """The backup role's checks before a restore."""
+
+    def filters(self):
+        return {"backup_restore_problems": backup_restore_problems}

@@ -1,0 +1,159 @@
+"""The backup role's restore entry point: what it was asked, then what restic snapshots and restic ls (captured
+from restic 0.14) say the repository holds, before anything is written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.hpclab.cluster.plugins.filter.backup_restore_problems import FilterModule, listed_nodes
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "backup"
+PROBLEMS = FilterModule().filters()["backup_restore_problems"]
+SNAPSHOTS = json.loads((FIXTURES / "snapshots_latest.json").read_text())
+UNKNOWN = json.loads((FIXTURES / "snapshots_unknown.json").read_text())
+LS_HOME = (FIXTURES / "ls_home.jsonl").read_text()
+LS_HOME_MISSING = (FIXTURES / "ls_home_missing.jsonl").read_text()
+LS_DUMP = (FIXTURES / "ls_dump.jsonl").read_text()
+HOME = "/gfsv/home/alice"
+DUMP = "/var/lib/hpclab/backup/dumps/slurm_acct_db.sql"
+SECRET = "correct horse battery staple"
+
+
+def settings(**overrides):
+    base = {
+        "backup_restore_snapshot": "latest",
+        "backup_restore_home": "alice",
+        "backup_restore_accounting_db": True,
+        "backup_restore_target": "",
+        "backup_home_root": "/gfsv/home",
+        "backup_repository": "/mnt/backup/restic",
+        "backup_password": SECRET,
+        "backup_mariadb_databases": ["slurm_acct_db"],
+        "backup_dump_dir": "/var/lib/hpclab/backup/dumps",
+    }
+    return {**base, **overrides}
+
+
+def test_registered():
+    assert set(FilterModule().filters()) == {"backup_restore_problems"}
+
+
+def test_input_must_be_a_dict():
+    with pytest.raises(AnsibleFilterError, match="must be a dict"):
+        PROBLEMS("alice", host="node1")
+
+
+def test_fixtures_are_what_the_role_saw():
+    assert len(SNAPSHOTS) == 2 and UNKNOWN == []
+    assert listed_nodes(LS_HOME)[HOME] == "dir"
+    assert listed_nodes(LS_HOME)[HOME + "/a.txt"] == "file"
+    assert listed_nodes(LS_HOME_MISSING) == {}
+    assert listed_nodes(LS_DUMP) == {DUMP: "file"}
+
+
+def test_listed_nodes_refuses_what_is_not_json():
+    with pytest.raises(AnsibleFilterError, match="is not JSON"):
+        listed_nodes("Fatal: wrong password or no key found")
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {},
+        {"backup_restore_accounting_db": False},
+        {"backup_restore_home": ""},
+        {"backup_restore_snapshot": "6a8f4788"},
+        {"backup_restore_snapshot": "6a8f478827d8e39a42384816b5fb6b993915b347cd6f41502450113bf679115f"},
+        {"backup_restore_target": "/root/restored"},
+        {"backup_home_root": "/gfsv/home"},
+    ],
+)
+def test_good_input(overrides):
+    assert PROBLEMS(settings(**overrides), host="node1") == []
+
+
+@pytest.mark.parametrize(
+    "overrides, expected",
+    [
+        ({"backup_restore_home": "", "backup_restore_accounting_db": False},
+         "node1: nothing to restore: neither backup_restore_home nor backup_restore_accounting_db is set. Fix: give "
+         "-e restore_home=USER and/or -e restore_accounting_db=true to playbooks/restore.yml."),
+        ({"backup_repository": ""}, "backup_repository is empty"),
+        ({"backup_password": ""}, "backup_password is empty"),
+        ({"backup_restore_snapshot": "yesterday"}, "backup_restore_snapshot 'yesterday' is neither 'latest' nor a snapshot ID"),
+        ({"backup_restore_snapshot": "6a8f"}, "is neither 'latest' nor a snapshot ID"),
+        ({"backup_restore_snapshot": "6A8F4788"}, "is neither 'latest' nor a snapshot ID"),
+        ({"backup_restore_home": "../etc"}, "backup_restore_home '../etc' is not a user name"),
+        ({"backup_restore_home": "alice/sub"}, "is not a user name"),
+        ({"backup_restore_home": "*"}, "is not a user name"),
+        ({"backup_restore_home": "a" * 33}, "is not a user name"),
+        ({"backup_home_root": "gfsv/home"}, "backup_home_root 'gfsv/home' is not an absolute path"),
+        ({"backup_restore_target": "restored"}, "backup_restore_target 'restored' is not an absolute path"),
+        ({"backup_restore_target": "/root/re stored"}, "has a blank"),
+        ({"backup_mariadb_databases": []}, "backup_restore_accounting_db is true but backup_mariadb_databases is empty"),
+    ],
+)
+def test_bad_input(overrides, expected):
+    problems = PROBLEMS(settings(**overrides), host="node1")
+    assert len(problems) == 1, problems
+    assert expected in problems[0]
+    assert "Fix:" in problems[0]
+    assert SECRET not in problems[0]
+
+
+def test_input_problems_stop_before_the_repository_is_judged():
+    assert PROBLEMS(settings(backup_restore_home="../x"), host="node1", snapshots=[], listed={}) == [
+        "node1: backup_restore_home '../x' is not a user name. Fix: give the user whose home to restore, e.g. 'alice'."
+    ]
+
+
+def test_snapshot_holds_both():
+    assert PROBLEMS(settings(), host="node1", snapshots=SNAPSHOTS, listed={HOME: LS_HOME, DUMP: LS_DUMP}) == []
+
+
+@pytest.mark.parametrize(
+    "snapshot, expected",
+    [
+        ("latest", "node1: backup_restore_snapshot latest: the repository holds no snapshot of node1 (tag hpclab)."),
+        ("deadbeef", "node1: backup_restore_snapshot deadbeef: the repository holds no such snapshot."),
+    ],
+)
+def test_no_snapshot(snapshot, expected):
+    (problem,) = PROBLEMS(settings(backup_restore_snapshot=snapshot), host="node1", snapshots=UNKNOWN, listed={})
+    assert problem.startswith(expected)
+    assert "-e restore_snapshot=ID" in problem
+
+
+def test_home_missing_in_snapshot_names_the_newest_snapshot():
+    (problem,) = PROBLEMS(settings(backup_restore_home="carol", backup_restore_accounting_db=False), host="node1",
+                          snapshots=SNAPSHOTS, listed={"/gfsv/home/carol": LS_HOME_MISSING})
+    assert problem == (
+        "node1: backup_restore_home 'carol': snapshot 6a8f4788 (2026-12-02 09:04:01) holds no directory /gfsv/home/carol. "
+        "Fix: check the name, or give an older snapshot with -e restore_snapshot=ID ('restic ls ID /gfsv/home/carol' "
+        "shows what one holds)."
+    )
+
+
+def test_a_file_is_not_a_home():
+    listed = {HOME: LS_HOME.replace('"type":"dir","path":"/gfsv/home/alice"', '"type":"file","path":"/gfsv/home/alice"')}
+    (problem,) = PROBLEMS(settings(backup_restore_accounting_db=False), host="node1", snapshots=SNAPSHOTS, listed=listed)
+    assert "holds no directory /gfsv/home/alice" in problem
+
+
+def test_dump_missing_in_snapshot():
+    (problem,) = PROBLEMS(settings(backup_restore_home=""), host="node1", snapshots=SNAPSHOTS, listed={DUMP: LS_HOME_MISSING})
+    assert problem == (
+        "node1: backup_restore_accounting_db: snapshot 6a8f4788 (2026-12-02 09:04:01) holds no dump "
+        "/var/lib/hpclab/backup/dumps/slurm_acct_db.sql of the database slurm_acct_db. Fix: give a snapshot made while "
+        "backup_mariadb_databases named it, with -e restore_snapshot=ID."
+    )
+
+
+def test_not_listed_at_all_is_missing():
+    problems = PROBLEMS(settings(), host="node1", snapshots=SNAPSHOTS, listed={})
+    assert len(problems) == 2

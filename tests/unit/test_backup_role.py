@@ -1,0 +1,251 @@
+"""The backup role rendered offline with Ansible's own Templar: its variables, the backup script (checked with
+bash -n), its units, and how playbooks/backup.yml and playbooks/restore.yml reach MariaDB, slurmdbd and slurmctld's
+state in each Slurm mode."""
+
+from __future__ import annotations
+
+import copy
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+from ansible_collections.hpclab.cluster.plugins.filter.backup_problems import redact, saved_paths
+
+ROOT = Path(__file__).resolve().parents[2]
+ROLE = ROOT / "roles" / "backup"
+HOST_VARS = {"backup_repository": "/mnt/backup/restic", "backup_password": "vaulted", "hpclab_shared_path": "/gfsv"}
+
+
+class Role:
+    """Role defaults, the host's variables, vars/main.yml and a task's variables, layered as a play would."""
+
+    def __init__(self):
+        self.loader = DataLoader()
+        self.defaults = self.loader.load_from_file(str(ROLE / "defaults" / "main.yml"), trusted_as_template=True)
+        self.role_vars = self.loader.load_from_file(str(ROLE / "vars" / "main.yml"), trusted_as_template=True)
+
+    def templar(self, host_vars=None, extra=None):
+        variables = copy.deepcopy(dict(self.defaults))
+        variables.update(HOST_VARS if host_vars is None else host_vars)
+        variables.update(copy.deepcopy(dict(self.role_vars)))
+        variables.update(extra or {})
+        variables.update(inventory_hostname="node1", ansible_check_mode=False, ansible_managed="Ansible managed",
+                         groups={"slurm_master": ["node1"], "backup": ["node1"]})
+        return Templar(loader=self.loader, variables=variables)
+
+    def evaluate(self, expression, **kwargs):
+        return self.templar(**kwargs).template(trust_as_template("{{ %s }}" % expression))
+
+    def render(self, template, **kwargs):
+        source = (ROLE / "templates" / template).read_text(encoding="utf-8")
+        return self.templar(**kwargs).template(trust_as_template(source), escape_backslashes=False)
+
+
+@pytest.fixture(scope="module")
+def role():
+    return Role()
+
+
+def test_defaults_match_argument_specs():
+    specs = yaml.safe_load((ROLE / "meta" / "argument_specs.yml").read_text())["argument_specs"]
+    defaults = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text())
+    options = {**specs["main"]["options"], **specs["restore"]["options"]}
+    assert set(options) == set(defaults)
+    for name, spec in options.items():
+        if "default" in spec:
+            assert spec["default"] == defaults[name], name
+        else:  # templated defaults (hpclab_shared_path) are described, not repeated
+            assert "{{" in str(defaults[name]), name
+
+
+def test_saved_paths_are_the_filters(role):
+    host_vars = {**HOST_VARS, "backup_slurm_state_dir": "/var/spool/slurmctld", "backup_extra_paths": ["/srv/data"]}
+    values = {k: role.evaluate(k, host_vars=host_vars) for k in
+              ("backup_paths", "backup_extra_paths", "backup_slurm_state_dir", "backup_mariadb_databases", "backup_dump_dir")}
+    expected = ["/gfsv/home", "/etc/hpclab", "/srv/data", "/var/spool/slurmctld", "/var/lib/hpclab/backup/dumps"]
+    assert role.evaluate("__backup_saved_paths", host_vars=host_vars) == expected == saved_paths(values)
+    assert role.evaluate("__backup_saved_paths", extra={"backup_mariadb_databases": []}) == ["/gfsv/home", "/etc/hpclab"]
+
+
+@pytest.mark.parametrize(
+    "repository, expected",
+    [
+        ("/mnt/backup/restic", "/mnt/backup/restic"),
+        ("local:/mnt/backup/restic", "/mnt/backup/restic"),
+        ("sftp:backup@nas:/srv/restic", ""),
+        ("rest:https://nas:8000/hpclab", ""),
+        ("s3:s3.amazonaws.com/bucket", ""),
+    ],
+)
+def test_local_repository(role, repository, expected):
+    assert role.evaluate("__backup_local_repository", host_vars={**HOST_VARS, "backup_repository": repository}) == expected
+
+
+@pytest.mark.parametrize("repository", ["rest:https://user:pw@nas:8000/repo", "rest:https://nas/", "sftp:u@h:/p", "/srv/r"])
+def test_shown_repository_is_the_filters(role, repository):
+    assert role.evaluate("__backup_repository_shown", host_vars={**HOST_VARS, "backup_repository": repository}) == redact(repository)
+
+
+@pytest.mark.parametrize(
+    "retention, expected",
+    [
+        ({"keep_daily": 7, "keep_weekly": 4, "keep_monthly": 6}, ["--keep-daily", "7", "--keep-weekly", "4", "--keep-monthly", "6"]),
+        ({"keep_yearly": 2, "keep_last": 3}, ["--keep-last", "3", "--keep-yearly", "2"]),
+    ],
+)
+def test_forget_args(role, retention, expected):
+    assert role.evaluate("__backup_forget_args", extra={"backup_retention": retention}) == expected
+
+
+def test_restore_paths(role):
+    extra = {"backup_restore_home": "alice", "backup_restore_accounting_db": True, "backup_mariadb_databases": ["a", "b"]}
+    assert role.evaluate("__backup_restore_paths", extra=extra) == [
+        "/gfsv/home/alice", "/var/lib/hpclab/backup/dumps/a.sql", "/var/lib/hpclab/backup/dumps/b.sql"]
+    assert role.evaluate("__backup_restore_paths", extra={"backup_restore_home": "alice"}) == ["/gfsv/home/alice"]
+
+
+CONTAINER_SCRIPT_LINES = [
+    "export RESTIC_REPOSITORY=/mnt/backup/restic",
+    "export RESTIC_PASSWORD_FILE=/etc/hpclab/backup/restic.password",
+    "paths=( /gfsv/home /etc/hpclab '/srv/my data' /var/lib/hpclab/slurm/slurmctld /var/lib/hpclab/backup/dumps )",
+    "databases=( slurm_acct_db )",
+    "db_exec=( docker exec -i node1-mariadb )",
+    "restic backup --tag hpclab --host node1 \\",
+    "  --exclude /etc/hpclab/backup/restic.password --exclude '/gfsv/home/*/.cache' \\",
+    "restic forget --prune --tag hpclab --host node1 --group-by host,tags \\",
+    "  --keep-daily 7 --keep-weekly 4 --keep-monthly 6",
+    "restic check",
+]
+
+
+def test_script(role):
+    host_vars = {**HOST_VARS, "backup_mariadb_exec": ["docker", "exec", "-i", "node1-mariadb"],
+                 "backup_slurm_state_dir": "/var/lib/hpclab/slurm/slurmctld", "backup_extra_paths": ["/srv/my data"],
+                 "backup_exclude": ["/gfsv/home/*/.cache"]}
+    script = role.render("hpclab-backup.j2", host_vars=host_vars)
+    lines = script.splitlines()
+    assert lines[0] == "#!/usr/bin/env bash"
+    assert lines[2] == "# Ansible managed"
+    for line in CONTAINER_SCRIPT_LINES:
+        assert line in lines, line
+    assert "vaulted" not in script
+    assert "set -euo pipefail" in lines
+
+
+def test_script_without_databases_or_check(role):
+    script = role.render("hpclab-backup.j2", extra={"backup_mariadb_databases": [], "backup_check_repository": False})
+    assert "databases=( )" in script.splitlines()
+    assert "paths=( /gfsv/home /etc/hpclab )" in script.splitlines()
+    assert "restic check" not in script
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="no bash")
+@pytest.mark.parametrize("extra", [{}, {"backup_mariadb_databases": [], "backup_mariadb_exec": [], "backup_check_repository": False}])
+def test_script_is_valid_bash(role, extra, tmp_path):
+    path = tmp_path / "hpclab-backup"
+    path.write_text(role.render("hpclab-backup.j2", extra=extra))
+    subprocess.run(["bash", "-n", str(path)], check=True)
+
+
+def test_units(role):
+    service = role.render("hpclab-backup.service.j2")
+    timer = role.render("hpclab-backup.timer.j2", extra={"backup_schedule": "Mon..Sat 03:00", "backup_randomized_delay": 60})
+    assert "Type=oneshot" in service.splitlines()
+    assert "ExecStart=/usr/local/sbin/hpclab-backup" in service.splitlines()
+    assert "CacheDirectory=hpclab-backup" in service.splitlines()
+    assert "[Install]" not in service  # started by the timer only
+    for line in ("OnCalendar=Mon..Sat 03:00", "Persistent=true", "RandomizedDelaySec=60", "WantedBy=timers.target"):
+        assert line in timer.splitlines(), line
+
+
+# --- the playbooks' wiring ------------------------------------------------------------------------------------------
+
+
+def _playbook_vars(name):
+    """The play's vars (its vars_files, then vars) and the role's (or include_role's) vars of playbooks/NAME."""
+    play = yaml.safe_load((ROOT / "playbooks" / name).read_text())[0]
+    inner = play["roles"][0]["vars"] if "roles" in play else play["tasks"][0]["vars"]
+    play_vars = {}
+    for vars_file in play.get("vars_files", []):
+        play_vars.update(yaml.safe_load((ROOT / "playbooks" / vars_file).read_text()))
+    play_vars.update(play.get("vars", {}))
+    return play_vars, inner
+
+
+def _wire(name, variable, host_vars):
+    play_vars, inner = _playbook_vars(name)
+    loader = DataLoader()
+    variables = {"inventory_hostname": "node1", "groups": {"slurm_master": ["node1"], "backup": ["node1"]}, **host_vars}
+    variables.update({k: trust_as_template(v) for k, v in play_vars.items()})
+    return Templar(loader=loader, variables=variables).template(trust_as_template(inner[variable]))
+
+
+RESULT = {"accounting": {"db_exec": ["docker", "exec", "-i", "node1-mariadb"], "db_name": "acct"},
+          "state_dir": "/srv/slurm/state"}
+
+
+@pytest.mark.parametrize("playbook", ["backup.yml", "restore.yml"])
+@pytest.mark.parametrize(
+    "host_vars, exec_prefix, databases",
+    [
+        ({}, ["docker", "exec", "-i", "node1-mariadb"], ["slurm_acct_db"]),
+        ({"hpclab_slurm_mode": "native"}, [], ["slurm_acct_db"]),
+        ({"hpclab_slurm_mode": "native", "slurm_master_accounting": False}, [], []),
+        ({"slurm_master_accounting_db_name": "acct2"}, ["docker", "exec", "-i", "node1-mariadb"], ["acct2"]),
+        ({"slurm_master_result": RESULT, "hpclab_slurm_mode": "native"}, ["docker", "exec", "-i", "node1-mariadb"], ["acct"]),
+        ({"slurm_master_result": {"accounting": {}}}, ["docker", "exec", "-i", "node1-mariadb"], []),
+        # a result without the proposed keys yet: as without a result
+        ({"slurm_master_result": {"mode": "native"}, "hpclab_slurm_mode": "native"}, [], ["slurm_acct_db"]),
+        ({"groups": {"slurm_master": ["ctrl"], "backup": ["node1"]}}, ["docker", "exec", "-i", "node1-mariadb"], []),
+    ],
+)
+def test_database_wiring(playbook, host_vars, exec_prefix, databases):
+    assert _wire(playbook, "backup_mariadb_databases", host_vars) == databases
+    if databases:
+        assert _wire(playbook, "backup_mariadb_exec", host_vars) == exec_prefix
+
+
+@pytest.mark.parametrize(
+    "host_vars, expected",
+    [
+        ({}, "/var/lib/hpclab/slurm/slurmctld"),
+        ({"slurm_master_container_state_dir": "/srv/ctld"}, "/srv/ctld"),
+        ({"hpclab_slurm_mode": "native"}, "/var/spool/slurmctld"),
+        ({"slurm_master_result": RESULT}, "/srv/slurm/state"),
+        ({"groups": {"slurm_master": ["ctrl"], "backup": ["node1"]}}, ""),
+    ],
+)
+def test_state_dir_wiring(host_vars, expected):
+    assert _wire("backup.yml", "backup_slurm_state_dir", host_vars) == expected
+
+
+@pytest.mark.parametrize(
+    "host_vars, stop, start",
+    [
+        ({}, ["docker", "stop", "node1-slurmdbd"], ["docker", "start", "node1-slurmdbd"]),
+        ({"hpclab_slurm_mode": "native"}, ["systemctl", "stop", "slurmdbd"], ["systemctl", "start", "slurmdbd"]),
+        ({"groups": {"slurm_master": [], "backup": ["node1"]}}, [], []),
+    ],
+)
+def test_slurmdbd_wiring(host_vars, stop, start):
+    assert _wire("restore.yml", "backup_restore_stop_command", host_vars) == stop
+    assert _wire("restore.yml", "backup_restore_start_command", host_vars) == start
+
+
+@pytest.mark.parametrize(
+    "extra_vars, expected",
+    [
+        ({}, ("latest", "", "", False)),
+        ({"restore_snapshot": "6a8f4788", "restore_home": "alice", "restore_target": "/root/r", "restore_accounting_db": "true"},
+         ("6a8f4788", "alice", "/root/r", True)),
+    ],
+)
+def test_restore_variables(extra_vars, expected):
+    names = ("backup_restore_snapshot", "backup_restore_home", "backup_restore_target", "backup_restore_accounting_db")
+    assert tuple(_wire("restore.yml", n, extra_vars) for n in names) == expected

@@ -1,0 +1,221 @@
+"""The llm_gateway role's preflight: every input nginx would refuse, route wrongly, or that would let a key be guessed,
+shared or shown, one rule at a time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.hpclab.cluster.plugins.filter.llm_gateway_problems import FilterModule
+
+ROOT = Path(__file__).resolve().parents[2]
+PROBLEMS = FilterModule().filters()["llm_gateway_problems"]
+# The role's own port table and defaults, so that the tests follow them.
+RESERVED = yaml.safe_load((ROOT / "roles/llm_gateway/vars/main.yml").read_text())["__llm_gateway_reserved_ports"]
+DEFAULTS = yaml.safe_load((ROOT / "roles/llm_gateway/defaults/main.yml").read_text())
+
+KEY_A = "A" * 20 + "b" * 20
+KEY_B = "c" * 40
+# What playbooks/llm.yml passes: llm_serving_result.models.
+BACKENDS = [{"name": "llama-3-8b", "port": 8000, "engine": "vllm"}, {"name": "qwen2.5-0.5b_q4", "port": 8101, "engine": "llama_cpp"}]
+USERS = [{"name": "alice", "uid": 2001, "gid": 2001}, {"name": "bob", "uid": "2002", "gid": "2002", "groups": ["hpc"]}]
+
+
+def check(backends=None, **kwargs):
+    arguments = {
+        "host": "gpu1",
+        "users": USERS,
+        "keys": {"alice": KEY_A},
+        "backend_api_key": "",
+        "port": DEFAULTS["llm_gateway_port"],
+        "reserved_ports": RESERVED,
+        "more_reserved_ports": [7860, 7861, "9093", "9100-9101"],
+        "listen_address": "10.0.0.5",
+        "host_addresses": ["10.0.0.5", "127.0.0.1", "fd00::5"],
+        "rate_limit": DEFAULTS["llm_gateway_rate_limit"],
+        "rate_burst": DEFAULTS["llm_gateway_rate_burst"],
+        "max_body_size": DEFAULTS["llm_gateway_max_body_size"],
+        "read_timeout": DEFAULTS["llm_gateway_read_timeout"],
+        "key_dir": DEFAULTS["llm_gateway_key_dir"],
+        "home_root": "/gfsv/home",
+    }
+    arguments.update(kwargs)
+    return PROBLEMS(BACKENDS if backends is None else backends, **arguments)
+
+
+def test_registered():
+    assert set(FilterModule().filters()) == {"llm_gateway_problems"}
+
+
+def test_bad_reserved_table_raises():
+    with pytest.raises(AnsibleFilterError, match="reserved port 'x-y'"):
+        check(reserved_ports={"x-y": "what"})
+
+
+@pytest.mark.parametrize(
+    "backends,kwargs",
+    [
+        pytest.param(None, {}, id="role-defaults"),
+        pytest.param(None, {"keys": {}}, id="every-key-generated"),
+        pytest.param(None, {"keys": {"alice": KEY_A, "bob": KEY_B + "=="}}, id="given-keys-with-padding"),
+        pytest.param(None, {"keys": {"alice": "x" * 200}}, id="longest-key"),
+        pytest.param(None, {"users": [], "keys": {}}, id="nobody-yet"),
+        pytest.param(None, {"backend_api_key": "molecule-not-secret"}, id="backend-key"),
+        pytest.param([{"name": "a", "port": 8000, "host": "10.0.0.12"}, {"name": "b", "port": 8000, "host": "10.0.0.13"}], {},
+                     id="same-port-other-hosts"),
+        pytest.param([{"name": "m", "port": 4000, "host": "10.0.0.12"}], {}, id="gateway-port-on-another-host"),
+        pytest.param([{"name": "m", "port": 8000, "host": "gpu2.cluster"}], {}, id="backend-host-name"),
+        pytest.param([{"name": "m", "port": 8000, "host": "::1"}], {"listen_address": "fd00::5"}, id="ipv6"),
+        pytest.param(None, {"listen_address": "127.0.0.1"}, id="loopback"),
+        pytest.param(None, {"host_addresses": []}, id="addresses-unknown"),
+        pytest.param(None, {"rate_limit": "600r/m", "rate_burst": 0, "max_body_size": "512k", "read_timeout": 86400}, id="other-limits"),
+        pytest.param(None, {"port": 80}, id="port-80"),
+    ],
+)
+def test_valid_input_has_no_problem(backends, kwargs):
+    assert check(backends, **kwargs) == []
+
+
+@pytest.mark.parametrize(
+    "backends,kwargs,expected",
+    [
+        # rule 1
+        pytest.param([], {}, "llm_gateway_backends is empty: the gateway would answer 404 to every model", id="no-backend"),
+        pytest.param({"name": "m"}, {}, "llm_gateway_backends is not a list of model servers (dict)", id="backends-dict"),
+        pytest.param(["m:8000"], {}, "llm_gateway_backends[0] is not a dict ('m:8000')", id="backend-string"),
+        # rule 2
+        pytest.param([{"name": "llama 3", "port": 8000}], {}, "llm_gateway_backends[0] (llama 3): name 'llama 3' cannot be routed", id="name-blank"),
+        pytest.param([{"name": "org/model", "port": 8000}], {}, "name 'org/model' cannot be routed", id="name-slash"),
+        pytest.param([{"name": "-m", "port": 8000}], {}, "name '-m' cannot be routed", id="name-dash-first"),
+        pytest.param([{"name": "m;", "port": 8000}], {}, "name 'm;' cannot be routed", id="name-semicolon"),
+        pytest.param([{"name": "m" * 129, "port": 8000}], {}, "at most 128 characters", id="name-long"),
+        pytest.param([{"port": 8000}], {}, "llm_gateway_backends[0]: name None cannot be routed", id="name-missing"),
+        # rule 3
+        pytest.param([{"name": "m", "port": 8000}, {"name": "m", "port": 8001}], {}, "name m is also llm_gateway_backends[0]'s",
+                     id="name-twice"),
+        # rule 4
+        pytest.param([{"name": "m", "port": 0}], {}, "port 0 is not a TCP port 1..65535", id="port-zero"),
+        pytest.param([{"name": "m", "port": "http"}], {}, "port 'http' is not a TCP port", id="port-word"),
+        pytest.param([{"name": "m"}], {}, "port None is not a TCP port", id="port-missing"),
+        # rule 5
+        pytest.param([{"name": "m", "port": 8000, "host": "gpu 2"}], {}, "host 'gpu 2' is neither an IP address nor a host name",
+                     id="host-blank"),
+        pytest.param([{"name": "m", "port": 8000, "host": "http://gpu2"}], {}, "host 'http://gpu2'", id="host-url"),
+        # rule 6
+        pytest.param([{"name": "a", "port": 8000}, {"name": "b", "port": 8000, "host": "127.0.0.1"}], {},
+                     "127.0.0.1:8000 is also llm_gateway_backends[0]'s address", id="port-twice"),
+        # rule 7
+        pytest.param(None, {"users": [{"name": "Alice", "uid": 1, "gid": 1}], "keys": {}}, "name 'Alice' is not a user name",
+                     id="user-name-upper"),
+        pytest.param(None, {"users": [{"name": "../root", "uid": 1, "gid": 1}], "keys": {}}, "name '../root' is not a user name",
+                     id="user-name-path"),
+        pytest.param(None, {"users": [{"uid": 1, "gid": 1}], "keys": {}}, "llm_gateway_users[0]: name None is not a user name",
+                     id="user-no-name"),
+        pytest.param(None, {"users": [{"name": "carol", "gid": 1}], "keys": {}}, "llm_gateway_users[0] (carol) has no numeric uid",
+                     id="user-no-uid"),
+        pytest.param(None, {"users": [{"name": "carol", "uid": "x", "gid": True}], "keys": {}}, "has no numeric uid and gid",
+                     id="user-bad-ids"),
+        pytest.param(None, {"users": ["carol"], "keys": {}}, "llm_gateway_users[0] is not a dict ('carol')", id="user-string"),
+        pytest.param(None, {"users": {"carol": 1}, "keys": {}}, "llm_gateway_users is not a list of users (dict)", id="users-dict"),
+        # rule 8
+        pytest.param(None, {"users": USERS + [{"name": "bob", "uid": 2003, "gid": 2003}]}, "bob is listed twice", id="user-twice"),
+        # rule 9
+        pytest.param(None, {"keys": [KEY_A]}, "llm_gateway_keys is not a dict of user name to key (list, value not shown)", id="keys-list"),
+        # rule 10
+        pytest.param(None, {"keys": {"alcie": KEY_A}}, "llm_gateway_keys has a key for 'alcie', who is not in llm_gateway_users",
+                     id="key-unknown-user"),
+        # rule 11
+        pytest.param(None, {"keys": {"alice": "short-key"}}, "alice's key (value not shown) is shorter than 32 characters", id="key-short"),
+        pytest.param(None, {"keys": {"alice": "x" * 31}}, "is shorter than 32 characters", id="key-31"),
+        pytest.param(None, {"keys": {"alice": 12345678901234567890123456789012345}}, "is shorter than 32 characters", id="key-number"),
+        pytest.param(None, {"keys": {"alice": "x" * 201}}, "is longer than 200 characters", id="key-long"),
+        pytest.param(None, {"keys": {"alice": KEY_A + '";'}}, "alice's key (value not shown) is not a bearer token", id="key-quote"),
+        pytest.param(None, {"keys": {"alice": KEY_A + " x"}}, "is not a bearer token", id="key-blank"),
+        # rule 12
+        pytest.param(None, {"keys": {"alice": KEY_A, "bob": KEY_A.lower()}},
+                     "alice, bob have the same key (compared ignoring case", id="keys-shared"),
+        # rule 13
+        pytest.param(None, {"backend_api_key": "not a token"}, "llm_gateway_backend_api_key (value not shown) is not a bearer token",
+                     id="backend-key-blank"),
+        pytest.param(None, {"backend_api_key": None}, "llm_gateway_backend_api_key (value not shown)", id="backend-key-none"),
+        # rule 14
+        pytest.param(None, {"port": 70000}, "llm_gateway_port 70000 is not a TCP port 1..65535", id="port-range"),
+        pytest.param(None, {"port": "4000/tcp"}, "llm_gateway_port '4000/tcp' is not a TCP port", id="port-suffix"),
+        # rule 15
+        pytest.param(None, {"port": 8000}, "llm_gateway_port 8000 is the port of the model server llama-3-8b (127.0.0.1:8000",
+                     id="port-of-backend"),
+        pytest.param([{"name": "m", "port": 4000, "host": "10.0.0.5"}], {}, "the port of the model server m (10.0.0.5:4000",
+                     id="port-of-backend-on-own-address"),
+        pytest.param([{"name": "m", "port": 4000, "host": "localhost"}], {}, "the port of the model server m (localhost:4000",
+                     id="port-of-backend-localhost"),
+        # rule 16
+        pytest.param(None, {"port": 6817}, "llm_gateway_port 6817 is the port of slurmctld (slurm_master)", id="port-slurmctld"),
+        pytest.param(None, {"port": 50000}, "llm_gateway_port 50000 is the port of GlusterFS bricks (glusterfs)", id="port-brick-range"),
+        pytest.param(None, {"port": 7860}, "llm_gateway_port 7860 is the port of a port kept for another service (llm_gateway_reserved_ports)",
+                     id="port-fastchat"),
+        pytest.param(None, {"port": 9101}, "llm_gateway_port 9101 is the port of a port kept", id="port-given-range"),
+        pytest.param(None, {"more_reserved_ports": ["ui"]}, "llm_gateway_reserved_ports: 'ui' is neither a port nor FIRST-LAST",
+                     id="reserved-word"),
+        pytest.param(None, {"more_reserved_ports": ["9-1"]}, "'9-1' is neither a port nor FIRST-LAST", id="reserved-backwards"),
+        pytest.param(None, {"more_reserved_ports": [True]}, "True is neither a port", id="reserved-bool"),
+        # rule 17
+        pytest.param(None, {"listen_address": "0.0.0.0"}, "llm_gateway_listen_address 0.0.0.0 would listen on every network", id="listen-any"),
+        pytest.param(None, {"listen_address": "::"}, "llm_gateway_listen_address :: would listen on every network", id="listen-any6"),
+        pytest.param(None, {"listen_address": ""}, "llm_gateway_listen_address '' is not an IP address (the default is the address of "
+                     "the host's default route", id="listen-unknown"),
+        pytest.param(None, {"listen_address": "gpu1"}, "llm_gateway_listen_address 'gpu1' is not an IP address", id="listen-name"),
+        pytest.param(None, {"listen_address": "10.9.9.9"}, "llm_gateway_listen_address 10.9.9.9 is not an address of this host "
+                     "(10.0.0.5, 127.0.0.1, fd00::5)", id="listen-foreign"),
+        # rule 18
+        pytest.param(None, {"rate_limit": "20/s"}, "llm_gateway_rate_limit '20/s' is not an nginx rate", id="rate-no-r"),
+        pytest.param(None, {"rate_limit": "0r/s"}, "llm_gateway_rate_limit '0r/s'", id="rate-zero"),
+        pytest.param(None, {"rate_limit": "20r/h"}, "llm_gateway_rate_limit '20r/h'", id="rate-hour"),
+        # rule 19
+        pytest.param(None, {"rate_burst": -1}, "llm_gateway_rate_burst -1 is not a whole number", id="burst-negative"),
+        pytest.param(None, {"rate_burst": 1.5}, "llm_gateway_rate_burst 1.5", id="burst-fraction"),
+        # rule 20
+        pytest.param(None, {"max_body_size": "0"}, "llm_gateway_max_body_size '0' is not an nginx size of at least 1 byte", id="size-zero"),
+        pytest.param(None, {"max_body_size": "1g"}, "llm_gateway_max_body_size '1g'", id="size-giga"),
+        pytest.param(None, {"max_body_size": "1 m"}, "llm_gateway_max_body_size '1 m'", id="size-blank"),
+        # rule 21
+        pytest.param(None, {"read_timeout": 0}, "llm_gateway_read_timeout 0 is not 1..86400 seconds", id="timeout-zero"),
+        pytest.param(None, {"read_timeout": "15m"}, "llm_gateway_read_timeout '15m'", id="timeout-unit"),
+        pytest.param(None, {"read_timeout": 86401}, "llm_gateway_read_timeout 86401", id="timeout-long"),
+        # rule 22
+        pytest.param(None, {"key_dir": "keys"}, "llm_gateway_key_dir 'keys' is not an absolute path", id="key-dir-relative"),
+        pytest.param(None, {"home_root": "/gfsv/home/"}, "llm_gateway_home_root '/gfsv/home/' is not canonical", id="home-root-slash"),
+        pytest.param(None, {"key_dir": "/gfsv/home/.keys"}, "llm_gateway_key_dir /gfsv/home/.keys is under llm_gateway_home_root",
+                     id="key-dir-in-homes"),
+    ],
+)
+def test_each_problem_names_host_variable_and_fix(backends, kwargs, expected):
+    found = check(backends, **kwargs)
+    assert len(found) == 1, found
+    assert expected in found[0], found
+    assert found[0].startswith("gpu1: ") and "Fix:" in found[0]
+
+
+@pytest.mark.parametrize(
+    "keys,backend_api_key",
+    [
+        ({"alice": "tooshortsecret"}, ""),
+        ({"alice": KEY_A + '"x'}, ""),
+        ({"alice": KEY_A, "bob": KEY_A}, ""),
+        ({"alice": KEY_A}, "bad secret"),
+        ({"carol": KEY_A}, ""),
+    ],
+)
+def test_no_message_shows_a_key(keys, backend_api_key):
+    found = check(keys=keys, backend_api_key=backend_api_key)
+    assert found
+    for secret in [s for s in list(keys.values()) + [backend_api_key] if s]:
+        assert all(secret not in message for message in found), found
+
+
+def test_every_problem_is_reported_at_once():
+    found = check([{"name": "a b", "port": 8000}], keys={"alice": "short"}, port=22, listen_address="0.0.0.0", rate_limit="fast")
+    assert len(found) == 5, found

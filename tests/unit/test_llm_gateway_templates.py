@@ -1,0 +1,181 @@
+"""The llm_gateway role's files, rendered offline with Ansible's own Templar from the role's defaults and vars: each key
+only where it must be (the root-only map, the user's own llm.env), the backends' key only in its root-only include, the
+routes and /v1/models for every backend, and the preflight's filter call passing on the lab's users."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+ROOT = Path(__file__).resolve().parents[2]
+ROLE = ROOT / "roles" / "llm_gateway"
+LAB_USERS = yaml.safe_load((ROOT / "inventory" / "lab" / "group_vars" / "all" / "users.yml").read_text())["hpclab_cluster_users"]
+
+KEYS = {"alice": "k" * 20 + "ALICE" + "1" * 23, "bob": "Bobs-given-key_0123456789~+/abcdefgh=="}
+BACKEND_KEY = "backend-secret-0123456789"
+HOST_VARS = {
+    "hpclab_shared_path": "/gfsv",
+    "hpclab_cluster_users": LAB_USERS + [{"name": "bob", "uid": 2002, "gid": 2002}],
+    "llm_gateway_backend_api_key": BACKEND_KEY,
+    # As playbooks/llm.yml passes llm_serving_result.models.
+    "llm_gateway_backends": [{"name": "llama-3-8b", "port": 8000, "engine": "vllm"},
+                             {"name": "qwen2.5-0.5b", "port": 8101, "engine": "llama_cpp", "host": "fd00::12"}],
+    "ansible_facts": {"default_ipv4": {"address": "10.0.0.5"}, "all_ipv4_addresses": ["10.0.0.5"], "all_ipv6_addresses": []},
+}
+# What keys.yml and homes.yml set before the templates are written.
+SET = {"__llm_gateway_user_keys": KEYS, "__llm_gateway_homes": {"write": ["alice"], "missing": ["bob"], "refused": []}}
+
+
+class Role:
+    """The role's variables and templates, layered as a play does: defaults, inventory, vars/main.yml, set facts."""
+
+    def __init__(self):
+        self._loader = DataLoader()
+        self.defaults = self._loader.load_from_file(str(ROLE / "defaults" / "main.yml"), trusted_as_template=True)
+        self.role_vars = self._loader.load_from_file(str(ROLE / "vars" / "main.yml"), trusted_as_template=True)
+
+    def templar(self, host_vars=None, extra=None):
+        variables = copy.deepcopy(dict(self.defaults))
+        variables.update(copy.deepcopy(HOST_VARS if host_vars is None else host_vars))
+        variables.update(copy.deepcopy(dict(self.role_vars)))
+        variables.update(copy.deepcopy(SET))
+        variables.update(extra or {})
+        variables.update(inventory_hostname="gpu1", ansible_check_mode=False, ansible_managed="Ansible managed")
+        return Templar(loader=self._loader, variables=variables)
+
+    def evaluate(self, expression, **kwargs):
+        return self.templar(**kwargs).template(trust_as_template("{{ %s }}" % expression))
+
+    def render(self, template, **kwargs):
+        source = (ROLE / "templates" / template).read_text(encoding="utf-8")
+        return self.templar(**kwargs).template(trust_as_template(source), escape_backslashes=False)
+
+
+@pytest.fixture(scope="module")
+def role():
+    return Role()
+
+
+@pytest.fixture(scope="module")
+def files(role):
+    return {
+        "site": role.render("hpclab-llm-gateway.conf.j2"),
+        "router": role.render("router.js.j2"),
+        "keys": role.render("keys.map.j2"),
+        "backend": role.render("backend-auth.conf.j2"),
+        "alice_env": role.render("llm.env.j2", extra={"item": {"name": "alice", "uid": 2001, "gid": 2001}}),
+    }
+
+
+def test_every_template_starts_with_ansible_managed(files):
+    for name, text in files.items():
+        marker = "// Ansible managed" if name == "router" else "# Ansible managed"
+        assert marker in text.splitlines()[:3], name
+
+
+def test_keys_only_in_the_root_only_map_and_the_users_own_file(files):
+    assert files["keys"].splitlines()[4:] == [f'"Bearer {KEYS["alice"]}" alice;', f'"Bearer {KEYS["bob"]}" bob;']
+    assert KEYS["alice"] in files["alice_env"] and KEYS["bob"] not in files["alice_env"]
+    for name in ("site", "router", "backend"):
+        assert all(key not in files[name] for key in KEYS.values()), name
+
+
+def test_backend_key_only_in_its_include(files, role):
+    assert 'proxy_set_header Authorization "Bearer backend-secret-0123456789";' in files["backend"]
+    assert all(BACKEND_KEY not in files[name] for name in ("site", "router", "keys", "alice_env"))
+    # No key for the model servers: the user's header is dropped, not passed on.
+    without = role.render("backend-auth.conf.j2", host_vars={**HOST_VARS, "llm_gateway_backend_api_key": ""})
+    assert 'proxy_set_header Authorization "";' in without
+
+
+def test_user_file(files):
+    assert files["alice_env"].splitlines()[3:] == [
+        "# Your key for the cluster's LLM gateway; keep it to yourself. For programs (OpenAI's clients read both):",
+        "#   set -a; source ~/.config/hpclab/llm.env; set +a",
+        "OPENAI_BASE_URL=http://10.0.0.5:4000/v1",
+        f"OPENAI_API_KEY={KEYS['alice']}",
+    ]
+
+
+def test_server_listens_on_the_cluster_address_with_the_users_map(files):
+    site = files["site"]
+    assert "    listen 10.0.0.5:4000;\n" in site
+    assert "include /etc/nginx/hpclab-llm-gateway/keys.map;" in site
+    assert "include /etc/nginx/hpclab-llm-gateway/backend-auth.conf;" in site
+    assert "limit_req_zone $hpclab_llm_user zone=hpclab_llm_gateway:1m rate=20r/s;" in site
+    assert "limit_req zone=hpclab_llm_gateway burst=40 nodelay;" in site
+    assert "client_max_body_size 1m;" in site and "client_body_buffer_size 1m;" in site
+    assert "proxy_buffering off;" in site and "proxy_http_version 1.1;" in site and "proxy_read_timeout 900s;" in site
+    # The access log names the user, never the Authorization header.
+    log_format = re.search(r"log_format hpclab_llm_gateway (.*?);", site, re.S).group(1)
+    assert "$hpclab_llm_user" in log_format and "authorization" not in log_format.lower()
+
+
+def test_every_backend_has_its_named_location(files):
+    site = files["site"]
+    assert "location @backend_llama-3-8b {\n        proxy_pass http://127.0.0.1:8000;\n    }" in site
+    assert "location @backend_qwen2.5-0.5b {\n        proxy_pass http://[fd00::12]:8101;\n    }" in site
+    assert 'const BACKENDS = ["llama-3-8b", "qwen2.5-0.5b"];' in files["router"]
+    assert "r.internalRedirect('@backend_' + model);" in files["router"]
+
+
+def test_models_list_is_openai_json(files):
+    site = files["site"]
+    listed = re.search(r"location = /v1/models \{.*?return 200 '(.*?)\\n';", site, re.S).group(1)
+    assert json.loads(listed) == {"object": "list", "data": [
+        {"id": "llama-3-8b", "object": "model", "created": 0, "owned_by": "hpclab"},
+        {"id": "qwen2.5-0.5b", "object": "model", "created": 0, "owned_by": "hpclab"},
+    ]}
+    one = re.search(r"location = /v1/models/qwen2\.5-0\.5b \{\s*return 200 '(.*?)\\n';", site, re.S).group(1)
+    assert json.loads(one)["id"] == "qwen2.5-0.5b"
+    # Every JSON body nginx itself returns is JSON.
+    for body in re.findall(r"return \d+ '(.*?)\\n';", site):
+        json.loads(body)
+
+
+def test_map_holds_every_user(role):
+    users = [{"name": f"u{i}", "uid": 3000 + i, "gid": 3000 + i} for i in range(1000)]
+    keys = {u["name"]: f"{i:048d}" for i, u in enumerate(users)}
+    site = role.render("hpclab-llm-gateway.conf.j2", host_vars={**HOST_VARS, "hpclab_cluster_users": users},
+                       extra={"__llm_gateway_user_keys": keys})
+    assert "map_hash_max_size 4000;" in site
+
+
+def test_result_paths(role):
+    assert role.evaluate("__llm_gateway_key_files") == ["/gfsv/home/alice/.config/hpclab/llm.env"]
+    assert role.evaluate("__llm_gateway_url") == "http://10.0.0.5:4000/v1"
+    assert role.evaluate("__llm_gateway_home_paths")[:4] == [
+        "/gfsv/home/alice/", "/gfsv/home/alice/.config", "/gfsv/home/alice/.config/hpclab", "/gfsv/home/alice/.config/hpclab/llm.env"]
+
+
+def test_revoked_are_the_kept_keys_of_users_no_longer_listed(role):
+    kept = {"files": [{"path": "/etc/hpclab/llm-gateway/keys/alice"}, {"path": "/etc/hpclab/llm-gateway/keys/mallory"}]}
+    assert role.evaluate("__llm_gateway_revoked", extra={"__llm_gateway_kept_files": kept}) == ["mallory"]
+
+
+def preflight_problems(role, host_vars):
+    """What preflight.yml's one assertion reports."""
+    tasks = yaml.safe_load((ROLE / "tasks" / "preflight.yml").read_text(encoding="utf-8"))
+    check = next(task for task in tasks if "ansible.builtin.assert" in task)
+    return role.templar(host_vars=host_vars).template(trust_as_template(check["vars"]["__llm_gateway_problems"]))
+
+
+def test_preflight_passes_on_the_lab(role):
+    assert preflight_problems(role, HOST_VARS) == []
+
+
+def test_preflight_refuses_without_an_address(role):
+    facts = {"all_ipv4_addresses": [], "all_ipv6_addresses": []}
+    found = preflight_problems(role, {**HOST_VARS, "ansible_facts": facts, "llm_gateway_keys": {"alice": "tooshortsecret"}})
+    assert len(found) == 2, found
+    assert found[0].startswith("gpu1: llm_gateway_keys: alice's key (value not shown) is shorter than 32 characters")
+    assert found[1].startswith("gpu1: llm_gateway_listen_address '' is not an IP address")
+    assert all("tooshortsecret" not in m for m in found)
