@@ -4,7 +4,6 @@ state in each Slurm mode."""
 
 from __future__ import annotations
 
-import copy
 import shutil
 import subprocess
 from pathlib import Path
@@ -14,6 +13,7 @@ import yaml
 
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
+from role_render import RoleRender
 
 from ansible_collections.hpclab.cluster.plugins.filter.backup_problems import redact, saved_paths
 
@@ -22,34 +22,9 @@ ROLE = ROOT / "roles" / "backup"
 HOST_VARS = {"backup_repository": "/mnt/backup/restic", "backup_password": "vaulted", "hpclab_shared_path": "/gfsv"}
 
 
-class Role:
-    """Role defaults, the host's variables, vars/main.yml and a task's variables, layered as a play would."""
-
-    def __init__(self):
-        self.loader = DataLoader()
-        self.defaults = self.loader.load_from_file(str(ROLE / "defaults" / "main.yml"), trusted_as_template=True)
-        self.role_vars = self.loader.load_from_file(str(ROLE / "vars" / "main.yml"), trusted_as_template=True)
-
-    def templar(self, host_vars=None, extra=None):
-        variables = copy.deepcopy(dict(self.defaults))
-        variables.update(HOST_VARS if host_vars is None else host_vars)
-        variables.update(copy.deepcopy(dict(self.role_vars)))
-        variables.update(extra or {})
-        variables.update(inventory_hostname="node1", ansible_check_mode=False, ansible_managed="Ansible managed",
-                         groups={"slurm_master": ["node1"], "backup": ["node1"]})
-        return Templar(loader=self.loader, variables=variables)
-
-    def evaluate(self, expression, **kwargs):
-        return self.templar(**kwargs).template(trust_as_template("{{ %s }}" % expression))
-
-    def render(self, template, **kwargs):
-        source = (ROLE / "templates" / template).read_text(encoding="utf-8")
-        return self.templar(**kwargs).template(trust_as_template(source), escape_backslashes=False)
-
-
 @pytest.fixture(scope="module")
 def role():
-    return Role()
+    return RoleRender(ROLE, HOST_VARS, play={"inventory_hostname": "node1", "groups": {"slurm_master": ["node1"], "backup": ["node1"]}})
 
 
 def test_defaults_match_argument_specs():

@@ -4,7 +4,6 @@ routes and /v1/models for every backend, and the preflight's filter call passing
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from pathlib import Path
@@ -12,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
+from ansible.template import trust_as_template
+from role_render import RoleRender
 
 ROOT = Path(__file__).resolve().parents[2]
 ROLE = ROOT / "roles" / "llm_gateway"
@@ -34,34 +33,9 @@ HOST_VARS = {
 SET = {"__llm_gateway_user_keys": KEYS, "__llm_gateway_homes": {"write": ["alice"], "missing": ["bob"], "refused": []}}
 
 
-class Role:
-    """The role's variables and templates, layered as a play does: defaults, inventory, vars/main.yml, set facts."""
-
-    def __init__(self):
-        self._loader = DataLoader()
-        self.defaults = self._loader.load_from_file(str(ROLE / "defaults" / "main.yml"), trusted_as_template=True)
-        self.role_vars = self._loader.load_from_file(str(ROLE / "vars" / "main.yml"), trusted_as_template=True)
-
-    def templar(self, host_vars=None, extra=None):
-        variables = copy.deepcopy(dict(self.defaults))
-        variables.update(copy.deepcopy(HOST_VARS if host_vars is None else host_vars))
-        variables.update(copy.deepcopy(dict(self.role_vars)))
-        variables.update(copy.deepcopy(SET))
-        variables.update(extra or {})
-        variables.update(inventory_hostname="gpu1", ansible_check_mode=False, ansible_managed="Ansible managed")
-        return Templar(loader=self._loader, variables=variables)
-
-    def evaluate(self, expression, **kwargs):
-        return self.templar(**kwargs).template(trust_as_template("{{ %s }}" % expression))
-
-    def render(self, template, **kwargs):
-        source = (ROLE / "templates" / template).read_text(encoding="utf-8")
-        return self.templar(**kwargs).template(trust_as_template(source), escape_backslashes=False)
-
-
 @pytest.fixture(scope="module")
 def role():
-    return Role()
+    return RoleRender(ROLE, HOST_VARS, facts=SET, play={"inventory_hostname": "gpu1"})
 
 
 @pytest.fixture(scope="module")
