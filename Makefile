@@ -5,10 +5,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
-# Every scenario; llm_serving last, so that its wheelhouse (started in the background by
-# tests/run-all) is built while the others run.
-ALL_SCENARIOS := $(patsubst molecule/%/molecule.yml,%,$(wildcard molecule/*/molecule.yml))
-SCENARIOS ?= $(filter-out llm_serving,$(ALL_SCENARIOS)) $(filter llm_serving,$(ALL_SCENARIOS))
+# Every scenario (tests/run-all runs them several at a time, longest first: HPCLAB_TEST_JOBS).
+SCENARIOS ?= $(patsubst molecule/%/molecule.yml,%,$(wildcard molecule/*/molecule.yml))
 
 .PHONY: help venv setup lab lab-down test lint sanity unit molecule bench bench-slurm bench-hostlist build clean
 
