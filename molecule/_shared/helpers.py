@@ -67,13 +67,13 @@ def run_playbook(playbook: str = "converge.yml", *args: str, check: bool = False
     return PlaybookRun(subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900, check=False))
 
 
-def run_playbooks_side_by_side(playbook: str, cases: list[dict], workers: int = 3) -> dict[str, PlaybookRun]:
-    """Runs of one playbook, one per case (its extra vars), side by side; each case's run is at
-    runs[case_key(extra_vars)]. For bad-input cases only: each must fail before any change, so that none can
-    disturb another (and a case that changes something fails its own test). What a case must leave as it was
+def run_playbooks_side_by_side(playbook: str, cases: list[dict], *args: str, workers: int = 3) -> dict[str, PlaybookRun]:
+    """Runs of one playbook (with ARGS, the same for all), one per case (its extra vars), side by side; each case's
+    run is at runs[case_key(extra_vars)]. For bad-input cases only: each must fail before any change, so that none
+    can disturb another (and a case that changes something fails its own test). What a case must leave as it was
     is read before all of them."""
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = {case_key(extra_vars): pool.submit(run_playbook, playbook, extra_vars=extra_vars) for extra_vars in cases}
+        futures = {case_key(extra_vars): pool.submit(run_playbook, playbook, *args, extra_vars=extra_vars) for extra_vars in cases}
         return {key: future.result() for key, future in futures.items()}
 
 

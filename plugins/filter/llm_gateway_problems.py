@@ -15,8 +15,8 @@ description:
     ends up in the gateway's configuration with this filter first, before anything is installed or written.
     Types are left to the role's argument spec.
   - Returns a list of problems, each naming the host, the variable and the fix; an empty list means the role
-    may go on. Keys (O(keys), O(backend_api_key)) are never part of a message; the users they belong to are named
-    instead.
+    may go on. Keys and passwords (O(keys), O(backend_api_key), O(web_passwords)) are never part of a message; the
+    users they belong to are named instead.
   - "Backends (O(_input)): (1) a non-empty list of dicts; (2) each C(name) is letters, digits, C(.), C(_) and C(-),
     starting with a letter or digit, at most 128 characters (it becomes an nginx named location C(@backend_NAME)
     and the C(model) clients send); (3) no name twice; (4) each C(port) is a TCP port 1..65535; (5) C(host)
@@ -37,6 +37,14 @@ description:
     the request body is read into memory of that size so that the router can read C(model); (21) O(read_timeout)
     is 1..86400 seconds; (22) O(key_dir) and O(home_root) are canonical absolute paths without blanks or quotes,
     and O(key_dir) is not under O(home_root) (the kept keys stay on the gateway host, root-only)."
+  - "Web logins (the web UI in front of which the users log in, O(web_url)): (23) no user of O(users) has the name
+    O(web_identity), the web UI's own key at the gateway (its line in the keys map and its name in the access log);
+    (24) O(web_passwords) is a dict of user name to password, each for a user of O(users), 16 to 200 characters of
+    letters, digits and C(-._+/=@%^) (it is written to gradio's login file, where C(,) and C(:) separate users and
+    passwords, and to a shell environment file); (25) O(web_url) is empty (no web UI) or an http or https URL of
+    letters, digits and C(-._~:/[]%+=) (written to the same environment file); (26) O(web_password_dir) is a
+    canonical absolute path without blanks or quotes, not under O(home_root), and neither O(key_dir) nor a
+    directory inside it or around it (each directory's revocation removes every file it does not expect)."
 options:
   _input:
     description: C(llm_gateway_backends), each C(name), C(port), optional C(host); other keys (C(engine)) are ignored.
@@ -107,6 +115,22 @@ options:
     description: C(llm_gateway_home_root).
     type: str
     default: /gfsv/home
+  web_url:
+    description: C(llm_gateway_web_url); empty when there is no web UI.
+    type: str
+    default: ""
+  web_passwords:
+    description: C(llm_gateway_web_passwords), user name to web password; never shown.
+    type: dict
+    default: {}
+  web_password_dir:
+    description: C(llm_gateway_web_password_dir).
+    type: str
+    default: /etc/hpclab/llm-gateway/web-passwords
+  web_identity:
+    description: The web UI's own name at the gateway (the role's C(__llm_gateway_web_identity)), which no user may have.
+    type: str
+    default: webui
 """
 
 EXAMPLES = r"""
@@ -163,6 +187,13 @@ RATE = re.compile(r"^([0-9]+)r/[sm]\Z")
 # ngx_parse_size: a number, optionally k/K or m/M (g/G is not accepted for client_max_body_size).
 SIZE = re.compile(r"^([0-9]+)[kKmM]?\Z")
 ROUTED_PATHS = "/v1/chat/completions, /v1/completions and /v1/models"
+# A web password: FastChat reads gradio's login file as USER:PASSWORD pairs split at ',' and ':' (fastchat.utils
+# parse_gradio_auth_creds), and llm.env is read by shells (`source`): characters that mean nothing to either.
+WEB_PASSWORD = re.compile(r"^[A-Za-z0-9._+/=@%^-]+\Z")
+WEB_PASSWORD_MIN = 16
+WEB_PASSWORD_MAX = 200
+# The web UI's address in llm.env: an http(s) URL of characters a shell leaves alone.
+WEB_URL = re.compile(r"^https?://[A-Za-z0-9.:\[\]-]+(/[A-Za-z0-9._~:/%+=-]*)?\Z")
 
 
 def _ranges(reserved, more):
@@ -245,8 +276,8 @@ def _backend_problems(backends, problem):
     return good
 
 
-def _user_problems(users, problem):
-    """Rules 7-8. Returns the names of the well-formed users."""
+def _user_problems(users, web_identity, problem):
+    """Rules 7-8 and 23. Returns the names of the well-formed users."""
     fix = ("Fix: list users as [{name: alice, uid: 2001, gid: 2001}] (the default is hpclab_cluster_users, the cluster's "
            "users with the same IDs on every node).")
     if not isinstance(users, (list, tuple)):
@@ -269,6 +300,11 @@ def _user_problems(users, problem):
         if name in names:
             problem(f"llm_gateway_users[{index}]: {name} is listed twice (also llm_gateway_users[{names[name]}]). Fix: list each "
                     "user once.")
+            continue
+        if name == web_identity:
+            problem(f"llm_gateway_users[{index}]: {name} is the name of the web UI's own key at the gateway (its line in the keys "
+                    "map, its name in the access log); a user of that name would be taken for the web UI. Fix: give the user "
+                    "another name, or keep them out of llm_gateway_users.")
             continue
         names[name] = index
     return set(names)
@@ -361,8 +397,38 @@ def _limit_problems(rate_limit, rate_burst, max_body_size, read_timeout, problem
                 "generation sends nothing until it ends when it does not stream).")
 
 
-def _path_problems(key_dir, home_root, problem):
-    """Rule 22."""
+def _web_problems(web_passwords, user_names, web_url, problem):
+    """Rules 24-25."""
+    if not isinstance(web_passwords, Mapping):
+        problem(f"llm_gateway_web_passwords is not a dict of user name to password ({type(web_passwords).__name__}, value not "
+                "shown). Fix: write {alice: \"{{ vault_llm_web_password_alice }}\"}, or {} to have the role generate every one.")
+        web_passwords = {}
+    for name, password in web_passwords.items():
+        if name not in user_names:
+            problem(f"llm_gateway_web_passwords has a password for {name!r}, who is not in llm_gateway_users (a misspelt name, or "
+                    "a user whose access was revoked): nobody could log in with it. Fix: remove it from llm_gateway_web_passwords, "
+                    "or add the user.")
+            continue
+        if not isinstance(password, str) or len(password) < WEB_PASSWORD_MIN:
+            reason = f"is shorter than {WEB_PASSWORD_MIN} characters"
+        elif len(password) > WEB_PASSWORD_MAX:
+            reason = f"is longer than {WEB_PASSWORD_MAX} characters"
+        elif not WEB_PASSWORD.fullmatch(password):
+            reason = ("has a character other than letters, digits and '-._+/=@%^' (gradio's login file splits at ',' and ':', "
+                      "and llm.env is read by shells)")
+        else:
+            continue
+        problem(f"llm_gateway_web_passwords: {name}'s password (value not shown) {reason}. Fix: give a password of "
+                f"{WEB_PASSWORD_MIN} to {WEB_PASSWORD_MAX} letters and digits (e.g. openssl rand -hex 12), or remove the entry to "
+                "have the role generate one.")
+    if not isinstance(web_url, str) or (web_url and not WEB_URL.fullmatch(web_url)):
+        problem(f"llm_gateway_web_url {web_url!r} is not an http or https URL of letters, digits and '-._~:/[]%+=' (it is written "
+                "to each user's llm.env). Fix: pass the web UI's address (llm_serving_result.web_url, e.g. http://10.0.0.5:7860/), "
+                "or \"\" when there is no web UI.")
+
+
+def _path_problems(key_dir, home_root, web_password_dir, problem):
+    """Rules 22 and 26."""
     paths = {}
     for variable, value in (("llm_gateway_key_dir", key_dir), ("llm_gateway_home_root", home_root)):
         reason = path_problem(value)
@@ -370,14 +436,30 @@ def _path_problems(key_dir, home_root, problem):
             problem(f"{variable} {value!r} {reason}. Fix: give a canonical absolute path such as the default.")
         else:
             paths[variable] = value
-    if len(paths) == 2 and is_within(key_dir, home_root):
+    if "llm_gateway_key_dir" in paths and "llm_gateway_home_root" in paths and is_within(key_dir, home_root):
         problem(f"llm_gateway_key_dir {key_dir} is under llm_gateway_home_root {home_root}: the kept keys would sit on the users' "
                 "shared volume. Fix: keep them on the gateway host (the default /etc/hpclab/llm-gateway/keys).")
+    reason = path_problem(web_password_dir)
+    if reason:
+        problem(f"llm_gateway_web_password_dir {web_password_dir!r} {reason}. Fix: give a canonical absolute path such as the "
+                "default /etc/hpclab/llm-gateway/web-passwords.")
+        return
+    if "llm_gateway_home_root" in paths and is_within(web_password_dir, home_root):
+        problem(f"llm_gateway_web_password_dir {web_password_dir} is under llm_gateway_home_root {home_root}: the kept web "
+                "passwords would sit on the users' shared volume. Fix: keep them on the gateway host (the default "
+                "/etc/hpclab/llm-gateway/web-passwords).")
+    elif "llm_gateway_key_dir" in paths and (is_within(web_password_dir, key_dir) or is_within(key_dir, web_password_dir)):
+        problem(f"llm_gateway_web_password_dir {web_password_dir} and llm_gateway_key_dir {key_dir} are the same directory or one "
+                "holds the other: each run removes from either every file that is not one of its users', so the keys and the "
+                "passwords would delete each other. Fix: keep them apart (the defaults /etc/hpclab/llm-gateway/keys and "
+                "/etc/hpclab/llm-gateway/web-passwords).")
 
 
 def llm_gateway_problems(backends, host, users=None, keys=None, backend_api_key="", port=4000, reserved_ports=None,
                          more_reserved_ports=None, listen_address="", host_addresses=None, rate_limit="20r/s", rate_burst=40,
-                         max_body_size="1m", read_timeout=900, key_dir="/etc/hpclab/llm-gateway/keys", home_root="/gfsv/home"):
+                         max_body_size="1m", read_timeout=900, key_dir="/etc/hpclab/llm-gateway/keys", home_root="/gfsv/home",
+                         web_url="", web_passwords=None, web_password_dir="/etc/hpclab/llm-gateway/web-passwords",
+                         web_identity="webui"):
     """Filter entry point: see DOCUMENTATION."""
     problems = []
 
@@ -385,11 +467,12 @@ def llm_gateway_problems(backends, host, users=None, keys=None, backend_api_key=
         problems.append(f"{host}: {text}")
 
     good_backends = _backend_problems(backends, problem)
-    user_names = _user_problems([] if users is None else users, problem)
+    user_names = _user_problems([] if users is None else users, web_identity, problem)
     _key_problems({} if keys is None else keys, user_names, backend_api_key, problem)
     _listen_problems(port, listen_address, host_addresses, good_backends, reserved_ports, more_reserved_ports, problem)
     _limit_problems(rate_limit, rate_burst, max_body_size, read_timeout, problem)
-    _path_problems(key_dir, home_root, problem)
+    _web_problems({} if web_passwords is None else web_passwords, user_names, web_url, problem)
+    _path_problems(key_dir, home_root, web_password_dir, problem)
     return problems
 
 

@@ -14,7 +14,8 @@ description:
     everything that ends up in a unit, a command line or C(api_endpoints.json) first, with this filter. Types
     and choices are left to the role's argument spec.
   - Returns a list of problems, each naming the host, the variable and the fix; an empty list means the role
-    may go on. Secrets (O(api_key), O(hf_token)) are never part of a message.
+    may go on. Secrets (O(api_key), O(hf_token), O(fastchat_api_key), the passwords of O(fastchat_logins)) are never part
+    of a message.
   - "Models (O(_input)): (1) each entry is a dict of keys the role knows for its engine; (2) C(name) is letters,
     digits, C(.), C(_) and C(-), starting with a letter or digit, at most 243 characters (the systemd unit
     C(llm-NAME.service) holds at most 255); (3) no name twice; (4) C(engine) (or O(engine)) is C(vllm) or
@@ -61,6 +62,14 @@ description:
     C(group_size) is a positive integer and only with AWQ or GPTQ, neither without C(quantization), and the
     dtype is a 16-bit one; (42) C(tensor_parallel_size) is at most the number of GPUs of the host (O(gpus) or
     O(detected_gpus)); (43) a pinned C(gpu) or C(gpus) names GPUs the host has."
+  - "The web UIs on the cluster network, behind a login (checked when O(fastchat_enabled)): (44)
+    O(fastchat_bind_address) is not a wildcard (C(0.0.0.0), C(::)) unless O(fastchat_bind_wildcard), and is an address
+    of this host (O(host_addresses), when known) or a loopback address; (45) O(fastchat_logins) is a list of dicts, each
+    a C(user) (a user name: C([a-z_][a-z0-9_-]*), at most 32 characters) and a C(password) of 16 to 200 printable
+    characters without blanks, C(,) or C(:) (gradio's login file holds C(USER:PASSWORD) pairs split at C(,) and C(:)),
+    no user twice; (46) O(fastchat_api_base) is empty or an http or https URL, O(fastchat_api_key) empty or a bearer
+    token; with O(fastchat_api_base) set (the UIs send every request through the gateway), O(fastchat_api_key) is set
+    and O(fastchat_logins) is not empty (else anyone reaching a UI would use the gateway with the UI's key)."
 options:
   _input:
     description: C(llm_serving_models).
@@ -180,7 +189,30 @@ options:
   fastchat_bind_address:
     description: C(llm_serving_fastchat_bind_address).
     type: str
-    default: 0.0.0.0
+    default: 127.0.0.1
+  fastchat_bind_wildcard:
+    description: C(llm_serving_fastchat_bind_wildcard).
+    type: bool
+    default: false
+  host_addresses:
+    description: The host's IPv4 and IPv6 addresses (C(ansible_facts.all_ipv4_addresses + all_ipv6_addresses)); empty
+      when unknown (then only wildcards are refused as O(fastchat_bind_address)).
+    type: list
+    elements: str
+    default: []
+  fastchat_logins:
+    description: C(llm_serving_fastchat_logins), each C(user) and C(password); passwords never shown.
+    type: list
+    elements: dict
+    default: []
+  fastchat_api_base:
+    description: C(llm_serving_fastchat_api_base).
+    type: str
+    default: ""
+  fastchat_api_key:
+    description: C(llm_serving_fastchat_api_key); never shown.
+    type: str
+    default: ""
   fastchat_anony_only:
     description: C(llm_serving_fastchat_anony_only).
     type: list
@@ -285,6 +317,12 @@ SYSTEM_DIRS = frozenset({
     "/etc/systemd", "/etc/systemd/system",
 })
 VOLATILE_TREES = ("/proc", "/sys", "/dev", "/run", "/tmp", "/var/tmp")
+# gradio's login file as FastChat reads it (fastchat.utils.parse_gradio_auth_creds): USER:PASSWORD pairs split at ','
+# and ':', each stripped. A password is printable, without a blank, ',' or ':'.
+WEB_PASSWORD = re.compile(r"^[\x21-\x7e]+$")
+WEB_PASSWORD_MIN = 16
+WEB_PASSWORD_MAX = 200
+WEB_API_BASE = re.compile(r"^https?://[A-Za-z0-9.:\[\]-]+(/[A-Za-z0-9._~:/%+=-]*)?$")
 PACKAGE_VARIABLES = {"vllm": "llm_serving_vllm_packages", "llama_cpp": "llm_serving_llamacpp_packages",
                      "fastchat": "llm_serving_fastchat_packages"}
 
@@ -362,6 +400,88 @@ def _flag_name(arg):
     return arg.lstrip("-").split("=", 1)[0].replace("_", "-").lower()
 
 
+def _web_address_problems(address, wildcard, host_addresses, problem):
+    """Rules 25 (the web UIs' address) and 44."""
+    ip, reason = _address(address)
+    if address == "":
+        reason = ("is not an IP address (the default is the address of the host's default route, from its network facts, "
+                  "and this host has none)")
+    if reason:
+        problem(f"llm_serving_fastchat_bind_address {address!r} {reason}. Fix: give this host's address on the cluster "
+                "network.")
+        return
+    if ip.is_unspecified:
+        if not wildcard:
+            problem(f"llm_serving_fastchat_bind_address {address} would listen on every network of the host, not only the "
+                    "cluster network. Fix: leave it out (the default is the host's address on the cluster network) or give "
+                    "that address; to listen everywhere on purpose, behind a firewall, set "
+                    "llm_serving_fastchat_bind_wildcard: true.")
+        return
+    own = set()
+    for value in host_addresses or []:
+        found, _why = _address(value) if isinstance(value, str) else (None, None)
+        if found is not None:
+            own.add(found)
+    if own and ip not in own and not ip.is_loopback:
+        problem(f"llm_serving_fastchat_bind_address {address} is not an address of this host "
+                f"({', '.join(sorted(map(str, own)))}); the web UIs could not listen there. Fix: give its address on the "
+                "cluster network (the default).")
+
+
+def _web_login_problems(logins, api_base, api_key, problem):
+    """Rules 45 and 46. Passwords and keys are never shown."""
+    fix = ("Fix: pass the gateway's web logins (playbooks/llm.yml passes llm_gateway_result.web_logins), or list "
+           "[{user: alice, password: \"{{ vault_web_password_alice }}\"}].")
+    if isinstance(logins, (str, bytes, Mapping)) or not isinstance(logins, (list, tuple)):
+        problem(f"llm_serving_fastchat_logins is not a list of logins ({type(logins).__name__}, values not shown). {fix}")
+        logins = []
+    users = {}
+    for index, login in enumerate(logins):
+        if not isinstance(login, Mapping):
+            problem(f"llm_serving_fastchat_logins[{index}] is not a dict of user and password (value not shown). {fix}")
+            continue
+        user = login.get("user")
+        if not isinstance(user, str) or not USER_NAME.fullmatch(user) or len(user) > USER_NAME_MAX:
+            problem(f"llm_serving_fastchat_logins[{index}]: user {user!r} is not a user name ([a-z_][a-z0-9_-]*, at most "
+                    f"{USER_NAME_MAX} characters). {fix}")
+            continue
+        if user in users:
+            problem(f"llm_serving_fastchat_logins[{index}]: {user} is listed twice (also llm_serving_fastchat_logins"
+                    f"[{users[user]}]); gradio would keep one of the passwords. Fix: list each user once.")
+            continue
+        users[user] = index
+        password = login.get("password")
+        if not isinstance(password, str) or len(password) < WEB_PASSWORD_MIN:
+            reason = f"is shorter than {WEB_PASSWORD_MIN} characters"
+        elif len(password) > WEB_PASSWORD_MAX:
+            reason = f"is longer than {WEB_PASSWORD_MAX} characters"
+        elif not WEB_PASSWORD.fullmatch(password) or "," in password or ":" in password:
+            reason = "has a blank, ',', ':' or a character that is not printable (gradio's login file splits at ',' and ':')"
+        else:
+            continue
+        problem(f"llm_serving_fastchat_logins[{index}] ({user}): the password (value not shown) {reason}. Fix: give a password "
+                f"of {WEB_PASSWORD_MIN} to {WEB_PASSWORD_MAX} letters and digits, or let the gateway make one (it generates "
+                "each user's web password unless llm_gateway_web_passwords gives it).")
+    if not isinstance(api_base, str) or (api_base and not WEB_API_BASE.fullmatch(api_base)):
+        problem(f"llm_serving_fastchat_api_base {api_base!r} is not an http or https URL. Fix: pass the gateway's URL "
+                "(llm_gateway_result.url, e.g. http://10.0.0.5:4000/v1), or \"\" to send each model's requests to its own "
+                "server.")
+        return
+    if not isinstance(api_key, str) or (api_key and not BEARER_TOKEN.fullmatch(api_key)):
+        problem("llm_serving_fastchat_api_key (value not shown) is not a bearer token: only letters, digits, '-', '.', '_', "
+                "'~', '+', '/' and a trailing '='. Fix: pass the gateway's key for the web UI (llm_gateway_result.web_key).")
+        return
+    if api_base and not api_key:
+        problem(f"llm_serving_fastchat_api_base sends the web UIs' requests to {api_base}, but llm_serving_fastchat_api_key is "
+                "empty: the gateway would answer 401 to every chat. Fix: pass the gateway's key for the web UI "
+                "(llm_gateway_result.web_key), as playbooks/llm.yml does.")
+    elif api_base and not logins:
+        problem(f"llm_serving_fastchat_api_base sends the web UIs' requests through {api_base} with the web UI's own key, but "
+                "llm_serving_fastchat_logins is empty: anyone who reaches a web UI would use the models without a key of "
+                "their own. Fix: list the cluster's users in hpclab_cluster_users (the gateway gives each a web password), "
+                "or set llm_serving_fastchat_enabled: false.")
+
+
 def _requirement_problem(value):
     if not isinstance(value, str) or not value.strip():
         return "is not a requirement"
@@ -381,8 +501,9 @@ def llm_serving_problems(models, host, engine="vllm", bind_address="127.0.0.1", 
                          hf_home="/var/lib/llm/hf", directories=None, gpus=None, detected_gpus=None, nvidia_smi_error="",
                          cuda_context_gib=0.5, nccl_gib=0.6, health_timeout=900, pip_find_links=None, pip_no_index=False,
                          pip_extra_args=None, packages=None, fastchat_enabled=True, fastchat_multi_enabled=True,
-                         fastchat_port=7860, fastchat_multi_port=7861, fastchat_bind_address="0.0.0.0",
-                         fastchat_anony_only=None, reserved_ports=None, host_paths=None):
+                         fastchat_port=7860, fastchat_multi_port=7861, fastchat_bind_address="127.0.0.1",
+                         fastchat_anony_only=None, reserved_ports=None, host_paths=None, fastchat_bind_wildcard=False,
+                         host_addresses=None, fastchat_logins=None, fastchat_api_base="", fastchat_api_key=""):
     """Filter entry point: see DOCUMENTATION."""
     if isinstance(models, (str, bytes, Mapping)) or not hasattr(models, "__iter__"):
         raise AnsibleFilterError(f"llm_serving_problems: input must be the list llm_serving_models, got {models!r}")
@@ -579,10 +700,8 @@ def llm_serving_problems(models, host, engine="vllm", bind_address="127.0.0.1", 
                     f"{bind_address} only (llm_serving_bind_address); FastChat and the readiness wait would find "
                     f"nothing. Fix: set llm_serving_client_address to {bind_address}.")
     if fastchat_enabled:
-        _addr, reason = _address(fastchat_bind_address)
-        if reason:
-            problem(f"llm_serving_fastchat_bind_address {fastchat_bind_address!r} {reason}. Fix: use 0.0.0.0 (every "
-                    "interface) or one of the host's addresses.")
+        _web_address_problems(fastchat_bind_address, fastchat_bind_wildcard, host_addresses, problem)
+        _web_login_problems([] if fastchat_logins is None else fastchat_logins, fastchat_api_base, fastchat_api_key, problem)
 
     # ---- secrets (never shown) ----------------------------------------------------------------------------------
     if not isinstance(api_key, str) or (api_key and not BEARER_TOKEN.fullmatch(api_key)):

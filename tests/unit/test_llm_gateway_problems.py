@@ -15,11 +15,13 @@ from ansible_collections.hpclab.cluster.plugins.filter.llm_gateway_problems impo
 ROOT = Path(__file__).resolve().parents[2]
 PROBLEMS = FilterModule().filters()["llm_gateway_problems"]
 # The role's own port table and defaults, so that the tests follow them.
-RESERVED = yaml.safe_load((ROOT / "roles/llm_gateway/vars/main.yml").read_text())["__llm_gateway_reserved_ports"]
+ROLE_VARS = yaml.safe_load((ROOT / "roles/llm_gateway/vars/main.yml").read_text())
+RESERVED = ROLE_VARS["__llm_gateway_reserved_ports"]
 DEFAULTS = yaml.safe_load((ROOT / "roles/llm_gateway/defaults/main.yml").read_text())
 
 KEY_A = "A" * 20 + "b" * 20
 KEY_B = "c" * 40
+WEB_PASSWORD = "alices-web-password-0123"
 # What playbooks/llm.yml passes: llm_serving_result.models.
 BACKENDS = [{"name": "llama-3-8b", "port": 8000, "engine": "vllm"}, {"name": "qwen2.5-0.5b_q4", "port": 8101, "engine": "llama_cpp"}]
 USERS = [{"name": "alice", "uid": 2001, "gid": 2001}, {"name": "bob", "uid": "2002", "gid": "2002", "groups": ["hpc"]}]
@@ -42,6 +44,10 @@ def check(backends=None, **kwargs):
         "read_timeout": DEFAULTS["llm_gateway_read_timeout"],
         "key_dir": DEFAULTS["llm_gateway_key_dir"],
         "home_root": "/gfsv/home",
+        "web_url": "http://10.0.0.5:7860/",
+        "web_passwords": {},
+        "web_password_dir": DEFAULTS["llm_gateway_web_password_dir"],
+        "web_identity": ROLE_VARS["__llm_gateway_web_identity"],
     }
     arguments.update(kwargs)
     return PROBLEMS(BACKENDS if backends is None else backends, **arguments)
@@ -74,6 +80,11 @@ def test_bad_reserved_table_raises():
         pytest.param(None, {"host_addresses": []}, id="addresses-unknown"),
         pytest.param(None, {"rate_limit": "600r/m", "rate_burst": 0, "max_body_size": "512k", "read_timeout": 86400}, id="other-limits"),
         pytest.param(None, {"port": 80}, id="port-80"),
+        pytest.param(None, {"web_url": "", "web_passwords": {}}, id="no-web-ui"),
+        pytest.param(None, {"web_passwords": {"alice": WEB_PASSWORD}}, id="given-web-password"),
+        pytest.param(None, {"web_passwords": {"alice": "x" * 16, "bob": "A.b_c+d/e=f@g%h^i-j"}}, id="web-passwords-every-character"),
+        pytest.param(None, {"web_url": "http://[fd00::5]:7860/"}, id="web-url-ipv6"),
+        pytest.param(None, {"web_password_dir": "/etc/hpclab/llm-gateway/web"}, id="web-password-dir-beside-the-keys"),
     ],
 )
 def test_valid_input_has_no_problem(backends, kwargs):
@@ -190,6 +201,40 @@ def test_valid_input_has_no_problem(backends, kwargs):
         pytest.param(None, {"home_root": "/gfsv/home/"}, "llm_gateway_home_root '/gfsv/home/' is not canonical", id="home-root-slash"),
         pytest.param(None, {"key_dir": "/gfsv/home/.keys"}, "llm_gateway_key_dir /gfsv/home/.keys is under llm_gateway_home_root",
                      id="key-dir-in-homes"),
+        # rule 23
+        pytest.param(None, {"users": USERS + [{"name": "webui", "uid": 2003, "gid": 2003}]},
+                     "llm_gateway_users[2]: webui is the name of the web UI's own key at the gateway", id="user-named-webui"),
+        # rule 24
+        pytest.param(None, {"web_passwords": {"alice": "short-password1"}},
+                     "llm_gateway_web_passwords: alice's password (value not shown) is shorter than 16 characters", id="web-password-15"),
+        pytest.param(None, {"web_passwords": {"alice": "x" * 201}}, "alice's password (value not shown) is longer than 200",
+                     id="web-password-long"),
+        pytest.param(None, {"web_passwords": {"alice": "alice:web,password"}}, "alice's password (value not shown) has a character",
+                     id="web-password-colon-comma"),
+        pytest.param(None, {"web_passwords": {"alice": "alice web password"}}, "has a character other than", id="web-password-blank"),
+        pytest.param(None, {"web_passwords": {"alice": "$(touch /tmp/x)password"}}, "has a character other than",
+                     id="web-password-shell"),
+        pytest.param(None, {"web_passwords": {"alice": 1234567890123456789}}, "is shorter than 16", id="web-password-number"),
+        pytest.param(None, {"web_passwords": {"carol": WEB_PASSWORD}},
+                     "llm_gateway_web_passwords has a password for 'carol', who is not in llm_gateway_users", id="web-password-unknown-user"),
+        pytest.param(None, {"web_passwords": [WEB_PASSWORD]}, "llm_gateway_web_passwords is not a dict of user name to password (list",
+                     id="web-passwords-list"),
+        # rule 25
+        pytest.param(None, {"web_url": "10.0.0.5:7860"}, "llm_gateway_web_url '10.0.0.5:7860' is not an http or https URL",
+                     id="web-url-no-scheme"),
+        pytest.param(None, {"web_url": "http://10.0.0.5:7860/;reboot"}, "llm_gateway_web_url 'http://10.0.0.5:7860/;reboot'",
+                     id="web-url-shell"),
+        # rule 26
+        pytest.param(None, {"web_password_dir": "web-passwords"}, "llm_gateway_web_password_dir 'web-passwords' is not an absolute path",
+                     id="web-password-dir-relative"),
+        pytest.param(None, {"web_password_dir": "/gfsv/home/.web"}, "llm_gateway_web_password_dir /gfsv/home/.web is under "
+                     "llm_gateway_home_root", id="web-password-dir-in-homes"),
+        pytest.param(None, {"web_password_dir": DEFAULTS["llm_gateway_key_dir"]}, "llm_gateway_web_password_dir "
+                     "/etc/hpclab/llm-gateway/keys and llm_gateway_key_dir /etc/hpclab/llm-gateway/keys are the same directory",
+                     id="web-password-dir-is-the-key-dir"),
+        pytest.param(None, {"web_password_dir": "/etc/hpclab/llm-gateway/keys/web"}, "or one holds the other",
+                     id="web-password-dir-in-the-key-dir"),
+        pytest.param(None, {"web_password_dir": "/etc/hpclab"}, "or one holds the other", id="web-password-dir-around-the-key-dir"),
     ],
 )
 def test_each_problem_names_host_variable_and_fix(backends, kwargs, expected):
@@ -219,3 +264,17 @@ def test_no_message_shows_a_key(keys, backend_api_key):
 def test_every_problem_is_reported_at_once():
     found = check([{"name": "a b", "port": 8000}], keys={"alice": "short"}, port=22, listen_address="0.0.0.0", rate_limit="fast")
     assert len(found) == 5, found
+
+
+@pytest.mark.parametrize("web_passwords", [
+    {"alice": "tooshortsecret"}, {"alice": "secret,with:colons0123"}, {"alice": "x" * 201}, {"carol": WEB_PASSWORD},
+])
+def test_no_message_shows_a_web_password(web_passwords):
+    found = check(web_passwords=web_passwords)
+    assert found
+    assert all(password not in message for password in web_passwords.values() for message in found), found
+
+
+def test_the_defaults_have_no_web_ui_and_pass():
+    assert DEFAULTS["llm_gateway_web_url"] == "" and DEFAULTS["llm_gateway_web_passwords"] == {}
+    assert check(web_url=DEFAULTS["llm_gateway_web_url"], web_passwords=DEFAULTS["llm_gateway_web_passwords"]) == []

@@ -29,8 +29,15 @@ HOST_VARS = {
                              {"name": "qwen2.5-0.5b", "port": 8101, "engine": "llama_cpp", "host": "fd00::12"}],
     "ansible_facts": {"default_ipv4": {"address": "10.0.0.5"}, "all_ipv4_addresses": ["10.0.0.5"], "all_ipv6_addresses": []},
 }
-# What keys.yml and homes.yml set before the templates are written.
-SET = {"__llm_gateway_user_keys": KEYS, "__llm_gateway_homes": {"write": ["alice"], "missing": ["bob"], "refused": []}}
+# What keys.yml, web.yml and homes.yml set before the templates are written (no web UI: no web password).
+SET = {"__llm_gateway_user_keys": KEYS, "__llm_gateway_web_user_passwords": {},
+       "__llm_gateway_homes": {"write": ["alice"], "missing": ["bob"], "refused": []}}
+# With the web UI (llm_gateway_web_url): its key beside the users', and a web password per user.
+WEB_URL = "http://10.0.0.5:7860/"
+WEB_KEY = "W" * 24 + "webui" + "0" * 19
+WEB_PASSWORDS = {"alice": "alicesWebPassword0123456", "bob": "bob-given@web%password"}
+WEB_VARS = {**HOST_VARS, "llm_gateway_web_url": WEB_URL}
+WEB_SET = {"__llm_gateway_user_keys": {**KEYS, "webui": WEB_KEY}, "__llm_gateway_web_user_passwords": WEB_PASSWORDS}
 
 
 @pytest.fixture(scope="module")
@@ -153,3 +160,73 @@ def test_preflight_refuses_without_an_address(role):
     assert found[0].startswith("gpu1: llm_gateway_keys: alice's key (value not shown) is shorter than 32 characters")
     assert found[1].startswith("gpu1: llm_gateway_listen_address '' is not an IP address")
     assert all("tooshortsecret" not in m for m in found)
+
+
+def test_revoked_keys_of_a_web_ui_that_is_gone(role):
+    """The web UI's kept key goes with the web UI; it is never taken for a user's (whose llm.env homes.yml removes)."""
+    kept = {"files": [{"path": "/etc/hpclab/llm-gateway/keys/alice"}, {"path": "/etc/hpclab/llm-gateway/keys/webui"},
+                      {"path": "/etc/hpclab/llm-gateway/keys/mallory"}]}
+    extra = {"__llm_gateway_kept_files": kept}
+    assert role.evaluate("__llm_gateway_revoked_keys", extra=extra) == ["webui", "mallory"]
+    assert role.evaluate("__llm_gateway_revoked", extra=extra) == ["mallory"]
+    assert role.evaluate("__llm_gateway_revoked_keys", host_vars=WEB_VARS, extra=extra) == ["mallory"]
+    assert role.evaluate("__llm_gateway_key_names", host_vars=WEB_VARS) == ["alice", "bob", "webui"]
+    assert role.evaluate("__llm_gateway_key_names") == ["alice", "bob"]
+
+
+def test_revoked_web_passwords(role):
+    kept = {"files": [{"path": "/etc/hpclab/llm-gateway/web-passwords/alice"},
+                      {"path": "/etc/hpclab/llm-gateway/web-passwords/mallory"}]}
+    extra = {"__llm_gateway_web_kept_files": kept}
+    assert role.evaluate("__llm_gateway_web_revoked", host_vars=WEB_VARS, extra=extra) == ["mallory"]
+    # No web UI: nobody keeps a web password.
+    assert role.evaluate("__llm_gateway_web_revoked", extra=extra) == ["alice", "mallory"]
+    assert role.evaluate("__llm_gateway_web_users") == []
+
+
+def test_web_ui_key_in_the_map_under_its_own_name(role):
+    keys = role.render("keys.map.j2", host_vars=WEB_VARS, extra=WEB_SET)
+    assert keys.splitlines()[4:] == [f'"Bearer {KEYS["alice"]}" alice;', f'"Bearer {KEYS["bob"]}" bob;',
+                                     f'"Bearer {WEB_KEY}" webui;']
+
+
+def test_user_file_with_the_web_login(role):
+    text = role.render("llm.env.j2", host_vars=WEB_VARS, extra={**WEB_SET, "item": {"name": "alice", "uid": 2001, "gid": 2001}})
+    assert text.splitlines()[5:] == [
+        "OPENAI_BASE_URL=http://10.0.0.5:4000/v1",
+        f"OPENAI_API_KEY={KEYS['alice']}",
+        "# The cluster's LLM web UI: open the address and log in with this name and password.",
+        "HPCLAB_LLM_WEB_URL=http://10.0.0.5:7860/",
+        "HPCLAB_LLM_WEB_USER=alice",
+        f"HPCLAB_LLM_WEB_PASSWORD={WEB_PASSWORDS['alice']}",
+    ]
+    assert WEB_PASSWORDS["bob"] not in text and WEB_KEY not in text
+
+
+def test_web_passwords_only_in_the_users_own_file(role):
+    """Never in the gateway's configuration, its map or its router; the web UI's key only in the root-only map."""
+    for template in ("hpclab-llm-gateway.conf.j2", "router.js.j2", "keys.map.j2", "backend-auth.conf.j2"):
+        text = role.render(template, host_vars=WEB_VARS, extra=WEB_SET)
+        assert all(password not in text for password in WEB_PASSWORDS.values()), template
+        assert (WEB_KEY in text) == (template == "keys.map.j2"), template
+
+
+def test_result_web_logins(role):
+    result = yaml.safe_load((ROLE / "tasks" / "result.yml").read_text(encoding="utf-8"))[0]
+    fields = result["ansible.builtin.set_fact"]["llm_gateway_result"]
+    templar = role.templar(host_vars=WEB_VARS, extra=WEB_SET)
+    assert templar.template(trust_as_template(fields["web_logins"])) == [
+        {"user": "alice", "password": WEB_PASSWORDS["alice"]}, {"user": "bob", "password": WEB_PASSWORDS["bob"]}]
+    assert templar.template(trust_as_template(fields["web_key"])) == WEB_KEY
+    assert role.templar().template(trust_as_template(fields["web_key"])) == ""
+    assert result["no_log"] is True
+
+
+def test_preflight_passes_with_the_web_ui(role):
+    assert preflight_problems(role, {**WEB_VARS, "llm_gateway_web_passwords": {"bob": WEB_PASSWORDS["bob"]}}) == []
+
+
+def test_preflight_refuses_a_user_named_like_the_web_ui(role):
+    users = HOST_VARS["hpclab_cluster_users"] + [{"name": "webui", "uid": 2099, "gid": 2099}]
+    found = preflight_problems(role, {**WEB_VARS, "hpclab_cluster_users": users})
+    assert len(found) == 1 and found[0].startswith("gpu1: llm_gateway_users[2]: webui is the name of the web UI's own key"), found

@@ -1,6 +1,7 @@
 """The LLM gateway (roles/llm_gateway, playbooks/llm_gateway.yml) in front of both model servers: one OpenAI
 address on llm1's network address, a key per user read from the user's home, 401 without a valid key, a user
-removed from the inventory losing access on the next run, and bad gateway input failing before any change.
+removed from the inventory losing access (key and web password) on the next run while the web UI keeps its own key,
+and bad gateway input (the web logins' and the web UIs' address included) failing before any change.
 The requests come from the test machine, a client outside the node."""
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ MODELS = ["tiny-a", "tiny-b"]
 USERS = [{"name": "alice", "uid": 2001, "gid": 2001}, {"name": "bob", "uid": 2002, "gid": 2002}]
 SITE = "/etc/nginx/conf.d/hpclab-llm-gateway.conf"
 KEYS_MAP = "/etc/nginx/hpclab-llm-gateway/keys.map"
+WEB_PASSWORD_DIR = "/etc/hpclab/llm-gateway/web-passwords"
+WEB_UI_KEY = "/etc/hpclab/llm-gateway/keys/webui"
 
 
 def node():
@@ -149,20 +152,28 @@ def test_gateway_run_that_changes_nothing_reloads_nothing():
 
 def test_a_user_removed_from_the_inventory_loses_access_on_the_next_run(host):
     alice_key, bob_key = user_env("alice")["OPENAI_API_KEY"], user_env("bob")["OPENAI_API_KEY"]
+    bob_web_password = user_env("bob")["HPCLAB_LLM_WEB_PASSWORD"]
+    web_ui_key = host.file(WEB_UI_KEY).content_string.strip()
     run = run_playbook(GATEWAY_PLAYBOOK, extra_vars={"hpclab_cluster_users": USERS[:1]})
     try:
         assert run.rc == 0, run
         assert call("/v1/models", bob_key)[0] == 401
         assert not host.file(env_file("bob")).exists
+        assert not host.file(f"{WEB_PASSWORD_DIR}/bob").exists  # his web password goes with his key
         assert call("/v1/models", alice_key)[0] == 200  # the others keep their keys
         assert user_env("alice")["OPENAI_API_KEY"] == alice_key
+        assert call("/v1/models", web_ui_key)[0] == 200  # the web UI's key is nobody's: it stays
     finally:
-        back = run_playbook(GATEWAY_PLAYBOOK)
+        # Bob comes back with his old web password given: the web UIs' login file is written by playbooks/llm.yml, not
+        # by this playbook alone, so it still holds that password, and the next converge finds nothing to change.
+        back = run_playbook(GATEWAY_PLAYBOOK, extra_vars={"llm_gateway_web_passwords": {"bob": bob_web_password}})
     assert back.rc == 0, back
     new_bob_key = user_env("bob")["OPENAI_API_KEY"]
     assert new_bob_key != bob_key  # a new key, not the revoked one
     assert call("/v1/models", new_bob_key)[0] == 200
     assert call("/v1/models", bob_key)[0] == 401
+    assert user_env("bob")["HPCLAB_LLM_WEB_PASSWORD"] == bob_web_password
+    assert host.file(WEB_UI_KEY).content_string.strip() == web_ui_key
 
 
 # Each message names the host and the variable, and says the fix; never the key itself.
@@ -175,6 +186,16 @@ BAD_INPUT = [
                  f"{NODE}: llm_gateway_keys: alice, bob have the same key", id="same-key"),
     pytest.param({"llm_gateway_port": 8101}, f"{NODE}: llm_gateway_port 8101 is the port of the model server tiny-a", id="model-port"),
     pytest.param({"llm_gateway_port": 7860}, f"{NODE}: llm_gateway_port 7860 is the port of", id="web-ui-port"),
+    # The web logins (the gateway's) and the web UIs' address (the llm_serving role's checks, which this playbook runs
+    # alone through its read-only entry point).
+    pytest.param({"llm_gateway_web_passwords": {"alice": "short-password1"}},
+                 f"{NODE}: llm_gateway_web_passwords: alice's password (value not shown) is shorter than 16 characters",
+                 id="short-web-password"),
+    pytest.param({"hpclab_cluster_users": USERS + [{"name": "webui", "uid": 2003, "gid": 2003}]},
+                 f"{NODE}: llm_gateway_users[2]: webui is the name of the web UI's own key at the gateway", id="user-named-webui"),
+    pytest.param({"llm_serving_fastchat_bind_address": "0.0.0.0"},
+                 f"{NODE}: llm_serving_fastchat_bind_address 0.0.0.0 would listen on every network of the host",
+                 id="web-ui-on-every-address"),
 ]
 
 
@@ -192,6 +213,6 @@ def test_bad_input_fails_before_any_change(host, bad_input_runs, extra_vars, mes
     assert run.rc != 0, run
     assert message in run.output and "Fix:" in run.output, run
     assert run.total_changed == 0, run
-    for value in extra_vars.get("llm_gateway_keys", {}).values():
+    for value in list(extra_vars.get("llm_gateway_keys", {}).values()) + list(extra_vars.get("llm_gateway_web_passwords", {}).values()):
         assert value not in run.output
     assert (host.file(SITE).sha256sum, host.file(KEYS_MAP).sha256sum, nginx_pid()) == before

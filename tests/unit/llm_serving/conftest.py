@@ -16,6 +16,8 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
 ROLE = Path(__file__).resolve().parents[3] / "roles" / "llm_serving"
+FACTS = {"default_ipv4": {"address": "10.0.0.5"}, "all_ipv4_addresses": ["10.0.0.5", "127.0.0.1"],
+         "all_ipv6_addresses": ["fd00::5"]}
 
 
 class RoleRenderer:
@@ -29,6 +31,8 @@ class RoleRenderer:
 
     def variables(self, host_vars=None, extra=None):
         variables = copy.deepcopy(dict(self.defaults))
+        # The network facts the role's preflight reads when the play has not (a host's own, unless a test gives others).
+        variables.update(ansible_facts=copy.deepcopy(FACTS))
         variables.update(host_vars or {})
         variables.update(copy.deepcopy(dict(self.role_vars)))
         variables.update(extra or {})

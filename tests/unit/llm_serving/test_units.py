@@ -197,12 +197,83 @@ def test_api_endpoints_without_key_say_empty(role):
     (1, "fastchat.serve.gradio_web_server_multi", 7861),
 ])
 def test_fastchat_units(role, position, module, port):
+    """On the host's cluster address (its default route's), without a login where there are no logins."""
     item = role.evaluate("__llm_serving_fastchat_units", host_vars=HOST_VARS)[position]
     text = role.render_text("fastchat.service.j2", host_vars=HOST_VARS, extra={"item": item})
     assert unit_lines(text, "ExecStart") == [
         f'/opt/llm/venv-fastchat/bin/python -m {module} --controller-url "" '
-        f"--register-api-endpoint-file /etc/llm/api_endpoints.json --host 0.0.0.0 --port {port}"]
+        f"--register-api-endpoint-file /etc/llm/api_endpoints.json --host 10.0.0.5 --port {port}"]
     assert all(f"llm-{name}.service" in unit_lines(text, "After")[0] for name in NAMES)
+    # The conversation logs are the service user's alone.
+    assert unit_lines(text, "UMask") == ["0077"]
+    assert unit_lines(text, "Environment")[0] == "LOGDIR=/var/lib/llm/fastchat"
+
+
+# What playbooks/llm.yml passes from llm_gateway_result: the gateway's users' web logins, its URL and its key for the UI.
+LOGINS = [{"user": "alice", "password": "alicesWebPassword0123456"}, {"user": "bob", "password": "bob-given@web%password"}]
+GATEWAY_KEY = "GatewayKeyOfTheWebUI0123456789abcdefghijklmnop"
+BEHIND_THE_GATEWAY = dict(HOST_VARS, llm_serving_fastchat_logins=LOGINS, llm_serving_fastchat_api_base="http://10.0.0.5:4000/v1",
+                          llm_serving_fastchat_api_key=GATEWAY_KEY)
+
+
+@pytest.mark.parametrize("position", [0, 1])
+def test_fastchat_units_ask_the_logins(role, position):
+    item = role.evaluate("__llm_serving_fastchat_units", host_vars=BEHIND_THE_GATEWAY)[position]
+    text = role.render_text("fastchat.service.j2", host_vars=BEHIND_THE_GATEWAY, extra={"item": item})
+    assert unit_lines(text, "ExecStart")[0].endswith(" --gradio-auth-path /etc/llm/fastchat-auth/logins")
+    assert all(login["password"] not in text for login in LOGINS)
+
+
+def test_login_file_as_fastchat_reads_it(role):
+    """USER:PASSWORD pairs split at ',' and ':' (fastchat.utils.parse_gradio_auth_creds), no comment line."""
+    import yaml
+
+    from ansible.template import trust_as_template
+
+    tasks = yaml.safe_load((Path(role.defaults_path).parent.parent / "tasks" / "configure.yml").read_text())
+    task = next(t for t in tasks if t["name"] == "configure | Logins of the web UIs")
+    assert task["no_log"] is True and task["ansible.builtin.copy"]["mode"] == "0600"
+    content = role.templar(host_vars=BEHIND_THE_GATEWAY).template(trust_as_template(task["ansible.builtin.copy"]["content"]))
+    assert content == "alice:alicesWebPassword0123456,bob:bob-given@web%password\n"
+    # FastChat 0.2.36's parser, line for line.
+    creds = []
+    for line in content.splitlines(keepends=True):
+        creds += [x.strip() for x in line.split(",") if x.strip()]
+    assert [tuple(cred.split(":")) for cred in creds] == [(login["user"], login["password"]) for login in LOGINS]
+
+
+def test_login_file_and_log_directory_are_the_service_users_alone(role):
+    directories = {d["path"]: d for d in role.evaluate("__llm_serving_directories")}
+    for path in ("/var/lib/llm/fastchat", "/etc/llm/fastchat-auth"):
+        assert (directories[path]["owner"], directories[path]["mode"]) == ("llm", "0700"), path
+    assert role.evaluate("__llm_serving_fastchat_auth_file") == "/etc/llm/fastchat-auth/logins"
+
+
+def test_api_endpoints_through_the_gateway(role):
+    """Every model asked at the gateway with its key for the web UI; the model servers' key stays out."""
+    endpoints = json.loads(role.render_text("api_endpoints.json.j2", host_vars=BEHIND_THE_GATEWAY))
+    assert list(endpoints) == NAMES
+    assert {(e["model_name"], e["api_base"], e["api_key"]) for e in endpoints.values()} == {
+        (name, "http://10.0.0.5:4000/v1", GATEWAY_KEY) for name in NAMES}
+
+
+@pytest.mark.parametrize("bind,url", [("10.0.0.5", "http://10.0.0.5:7860/"), ("0.0.0.0", "http://10.0.0.5:7860/"),
+                                      ("fd00::5", "http://[fd00::5]:7860/"), ("127.0.0.1", "http://127.0.0.1:7860/")])
+def test_web_url_in_the_result(role, bind, url):
+    assert role.evaluate("__llm_serving_fastchat_url", host_vars={"llm_serving_fastchat_bind_address": bind}) == url
+    assert role.evaluate("__llm_serving_fastchat_url", host_vars={"llm_serving_fastchat_enabled": False}) == ""
+
+
+def test_web_ui_restarts_when_its_logins_change(role):
+    """They read the login file only at start; nothing else of theirs restarts them besides what did before."""
+    unchanged = {"changed": False}
+    registered = {"__llm_serving_fastchat_unit_files": unchanged, "__llm_serving_endpoints": unchanged,
+                  "__llm_serving_key_file": unchanged, "__llm_serving_key_removed": {"skipped": True, "changed": False},
+                  "__llm_serving_venv_result": {"results": []}, "__llm_serving_fastchat_auth": unchanged,
+                  "__llm_serving_fastchat_auth_removed": {"skipped": True, "changed": False}}
+    assert role.evaluate("__llm_serving_fastchat_restart", extra=registered) is False
+    for name in ("__llm_serving_fastchat_auth", "__llm_serving_fastchat_auth_removed", "__llm_serving_endpoints"):
+        assert role.evaluate("__llm_serving_fastchat_restart", extra={**registered, name: {"changed": True}}) is True, name
 
 
 def test_pip_environment_for_a_wheelhouse(role):
@@ -230,6 +301,30 @@ def preflight_problems(role, host_vars, **registered):
 
 def test_preflight_passes_the_reference_design(role):
     assert preflight_problems(role, HOST_VARS) == []
+
+
+def test_preflight_passes_behind_the_gateway(role):
+    assert preflight_problems(role, BEHIND_THE_GATEWAY) == []
+
+
+def test_preflight_refuses_every_address_without_the_opt_in(role):
+    found = preflight_problems(role, dict(HOST_VARS, llm_serving_fastchat_bind_address="0.0.0.0"))
+    assert len(found) == 1 and found[0].startswith(
+        "gpu1: llm_serving_fastchat_bind_address 0.0.0.0 would listen on every network of the host"), found
+    assert "Fix:" in found[0] and "llm_serving_fastchat_bind_wildcard: true" in found[0]
+    assert preflight_problems(role, dict(HOST_VARS, llm_serving_fastchat_bind_address="0.0.0.0",
+                                         llm_serving_fastchat_bind_wildcard=True)) == []
+
+
+def test_preflight_refuses_a_host_without_a_default_route(role):
+    found = preflight_problems(role, dict(HOST_VARS, ansible_facts={"all_ipv4_addresses": ["127.0.0.1"]}))
+    assert len(found) == 1 and found[0].startswith("gpu1: llm_serving_fastchat_bind_address '' is not an IP address"), found
+
+
+def test_preflight_refuses_the_gateway_without_logins(role):
+    found = preflight_problems(role, dict(BEHIND_THE_GATEWAY, llm_serving_fastchat_logins=[]))
+    assert len(found) == 1 and "llm_serving_fastchat_logins is empty: anyone who reaches a web UI" in found[0], found
+    assert GATEWAY_KEY not in found[0]
 
 
 def test_preflight_passes_the_lab(role):

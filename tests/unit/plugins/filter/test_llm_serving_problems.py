@@ -28,6 +28,14 @@ DIRECTORIES = [
 ]
 
 
+HOST_ADDRESSES = ["10.0.0.5", "127.0.0.1", "fd00::5"]
+# What playbooks/llm.yml passes from llm_gateway_result.
+LOGINS = [{"user": "alice", "password": "alicesWebPassword0123456"}, {"user": "bob", "password": "bob-given@web%password"}]
+GATEWAY_KEY = "GatewayKeyOfTheWebUI0123456789abcdefghijklmnop"
+BEHIND_THE_GATEWAY = {"fastchat_bind_address": "10.0.0.5", "host_addresses": HOST_ADDRESSES, "fastchat_logins": LOGINS,
+                      "fastchat_api_base": "http://10.0.0.5:4000/v1", "fastchat_api_key": GATEWAY_KEY}
+
+
 def tiny(**overrides):
     return {"name": "tiny-a", "port": 8101, "engine": "llama_cpp", "gguf_src": "/srv/tiny-a.gguf", "n_ctx": 512, **overrides}
 
@@ -81,7 +89,19 @@ def test_registered():
                      {}, id="gguf-url-and-checksum"),
         pytest.param(None, {"bind_address": "0.0.0.0", "client_address": "10.0.0.5"}, id="bind-all-client-an-address"),
         pytest.param(None, {"bind_address": "::", "client_address": "127.0.0.1"}, id="dual-stack"),
-        pytest.param(None, {"bind_address": "::1", "client_address": "::1", "fastchat_bind_address": "::"}, id="ipv6"),
+        pytest.param(None, {"bind_address": "::1", "client_address": "::1", "fastchat_bind_address": "::",
+                            "fastchat_bind_wildcard": True}, id="ipv6"),
+        # The web UIs on the cluster address (rule 44), behind the gateway's logins (rules 45, 46).
+        pytest.param(None, {"fastchat_bind_address": "10.0.0.5", "host_addresses": HOST_ADDRESSES}, id="web-ui-on-the-cluster-address"),
+        pytest.param(None, {"fastchat_bind_address": "fd00::5", "host_addresses": HOST_ADDRESSES}, id="web-ui-on-an-ipv6-address"),
+        pytest.param(None, {"fastchat_bind_address": "10.0.0.5", "host_addresses": []}, id="web-ui-addresses-unknown"),
+        pytest.param(None, {"fastchat_bind_address": "0.0.0.0", "fastchat_bind_wildcard": True}, id="web-ui-everywhere-on-purpose"),
+        pytest.param(None, BEHIND_THE_GATEWAY, id="web-ui-behind-the-gateway"),
+        pytest.param(None, {"fastchat_logins": LOGINS}, id="logins-without-the-gateway"),
+        pytest.param(None, {"fastchat_logins": [{"user": "alice", "password": "!#$%&'()*+-./;<=>?@[]^_`{|}~0"}]},
+                     id="login-password-every-printable-but-comma-and-colon"),
+        pytest.param(None, {**BEHIND_THE_GATEWAY, "fastchat_api_base": "http://[fd00::5]:4000/v1"}, id="gateway-ipv6"),
+        pytest.param([], {**BEHIND_THE_GATEWAY, "fastchat_logins": [], "fastchat_enabled": False}, id="web-ui-off-no-logins"),
         pytest.param(None, {"api_key": "abc-DEF_123.~+/xyz=="}, id="bearer-token"),
         pytest.param(None, {"hf_token": "hf_abcdefghijklmnopqrstuvwxyz012345678"}, id="hf-token"),
         pytest.param(None, {"user": "svc_llm", "group": "ai-users"}, id="other-user-and-group"),
@@ -260,6 +280,9 @@ def test_valid_input_has_no_problem(models, kwargs):
                      id="bind-typo"),
         pytest.param(None, {"fastchat_bind_address": "0.0.0.0 "}, ["llm_serving_fastchat_bind_address '0.0.0.0 ' is not an IP"],
                      id="web-ui-bind-blank"),
+        pytest.param(None, {"fastchat_bind_address": ""},
+                     ["llm_serving_fastchat_bind_address '' is not an IP address (the default is the address of the host's "
+                      "default route"], id="web-ui-bind-no-default-route"),
         pytest.param(None, {"bind_address": "fe80::1%eth0", "client_address": "::1"}, ["has a scope"], id="bind-scope"),
         # rule 26: client address
         pytest.param(None, {"client_address": "0.0.0.0", "bind_address": "0.0.0.0"},
@@ -331,6 +354,46 @@ def test_valid_input_has_no_problem(models, kwargs):
         pytest.param([tiny(), tiny(name="tiny-b", port=8102)], {"fastchat_anony_only": ["tiny-c"]},
                      ["llm_serving_fastchat_anony_only names 'tiny-c', which llm_serving_models does not serve (tiny-a, tiny-b)"],
                      id="anony-only-unknown-model"),
+        # rule 44: the web UIs on the cluster network
+        pytest.param(None, {"fastchat_bind_address": "0.0.0.0"},
+                     ["llm1: llm_serving_fastchat_bind_address 0.0.0.0 would listen on every network of the host",
+                      "set llm_serving_fastchat_bind_wildcard: true"], id="web-ui-every-address"),
+        pytest.param(None, {"fastchat_bind_address": "::", "host_addresses": HOST_ADDRESSES},
+                     ["llm_serving_fastchat_bind_address :: would listen on every network"], id="web-ui-every-ipv6-address"),
+        pytest.param(None, {"fastchat_bind_address": "10.9.9.9", "host_addresses": HOST_ADDRESSES},
+                     ["llm_serving_fastchat_bind_address 10.9.9.9 is not an address of this host (10.0.0.5, 127.0.0.1, fd00::5)"],
+                     id="web-ui-foreign-address"),
+        # rule 45: logins
+        pytest.param(None, {**BEHIND_THE_GATEWAY, "fastchat_logins": [{"user": "alice", "password": "short-password1"}]},
+                     ["llm_serving_fastchat_logins[0] (alice): the password (value not shown) is shorter than 16 characters"],
+                     id="login-password-15"),
+        pytest.param(None, {"fastchat_logins": [{"user": "alice", "password": "alice:password-0123"}]},
+                     ["llm_serving_fastchat_logins[0] (alice): the password (value not shown) has a blank, ',', ':'"],
+                     id="login-password-colon"),
+        pytest.param(None, {"fastchat_logins": [{"user": "alice", "password": "alice,password-0123"}]},
+                     ["the password (value not shown) has a blank, ',', ':'"], id="login-password-comma"),
+        pytest.param(None, {"fastchat_logins": [{"user": "alice", "password": "alice password 0123"}]},
+                     ["the password (value not shown) has a blank"], id="login-password-blank"),
+        pytest.param(None, {"fastchat_logins": [{"user": "alice", "password": "x" * 201}]}, ["is longer than 200 characters"],
+                     id="login-password-long"),
+        pytest.param(None, {"fastchat_logins": [{"user": "al:ce", "password": "alicesWebPassword0123456"}]},
+                     ["llm_serving_fastchat_logins[0]: user 'al:ce' is not a user name"], id="login-user-colon"),
+        pytest.param(None, {"fastchat_logins": LOGINS + [LOGINS[0]]}, ["llm_serving_fastchat_logins[2]: alice is listed twice"],
+                     id="login-twice"),
+        pytest.param(None, {"fastchat_logins": ["alice:alicesWebPassword0123456"]},
+                     ["llm_serving_fastchat_logins[0] is not a dict of user and password"], id="login-string"),
+        pytest.param(None, {"fastchat_logins": {"alice": "alicesWebPassword0123456"}},
+                     ["llm_serving_fastchat_logins is not a list of logins (dict, values not shown)"], id="logins-dict"),
+        # rule 46: the gateway, its key, and logins in front of it
+        pytest.param(None, {**BEHIND_THE_GATEWAY, "fastchat_logins": []},
+                     ["llm_serving_fastchat_logins is empty: anyone who reaches a web UI would use the models without a key",
+                      "Fix: list the cluster's users in hpclab_cluster_users"], id="gateway-without-logins"),
+        pytest.param(None, {**BEHIND_THE_GATEWAY, "fastchat_api_key": ""},
+                     ["llm_serving_fastchat_api_key is empty: the gateway would answer 401 to every chat"], id="gateway-without-key"),
+        pytest.param(None, {**BEHIND_THE_GATEWAY, "fastchat_api_key": "not a token"},
+                     ["llm_serving_fastchat_api_key (value not shown) is not a bearer token"], id="gateway-key-blank"),
+        pytest.param(None, {**BEHIND_THE_GATEWAY, "fastchat_api_base": "10.0.0.5:4000/v1"},
+                     ["llm_serving_fastchat_api_base '10.0.0.5:4000/v1' is not an http or https URL"], id="gateway-url-no-scheme"),
     ],
 )
 def test_one_problem(models, kwargs, expected):
@@ -378,6 +441,19 @@ def test_several_problems_are_all_reported():
     found = check([tiny(port=6817, name="a b"), tiny(name="b", port=6817)], bind_address="::::", health_timeout=0)
     assert len(found) == 5, found
     assert all(p.startswith("llm1: ") and "Fix:" in p for p in found)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"fastchat_logins": [{"user": "alice", "password": "tooshortsecret"}]},
+    {"fastchat_logins": [{"user": "alice", "password": "secret,with:colons0123"}]},
+    {**BEHIND_THE_GATEWAY, "fastchat_api_key": "secret key of the UI"},
+    {**BEHIND_THE_GATEWAY, "fastchat_logins": []},
+], ids=["short", "colons", "bad-key", "no-logins"])
+def test_web_secrets_are_never_shown(kwargs):
+    found = check(**kwargs)
+    assert len(found) == 1, found
+    secrets = [login["password"] for login in kwargs["fastchat_logins"]] + [kwargs.get("fastchat_api_key", "")]
+    assert all(secret not in found[0] for secret in secrets if secret), found
 
 
 def test_web_ui_ports_are_not_checked_when_it_is_off():
