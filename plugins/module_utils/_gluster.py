@@ -82,11 +82,17 @@ class GlusterCliError(Exception):
 # Another transaction is in progress. Please try again after some time." and "Locking failed on node2.
 # Please check log file for details."
 BUSY_MESSAGES = ("Another transaction is in progress", "Locking failed on", "Unable to acquire lock")
+# Right after a peer probe, the new peer is connected to the node that probed it before the other peers have
+# handshaken with it: a volume command then fails staging on one of them, e.g. "Staging failed on gluster2. Error:
+# Host gluster3 not connected" (opErrstr of `volume create`, seen in the glusterfs scenario on a loaded machine), and
+# succeeds a moment later. A peer that stays down keeps failing it, and the last try's message is reported.
+SETTLING = re.compile(r"Staging failed on \S+\. Error: Host \S+ not connected")
 
 
 def cli_busy(*texts: str) -> bool:
-    """True when the gluster CLI's output says it lost a race for glusterd's lock (retry later)."""
-    return any(needle in (text or "") for text in texts for needle in BUSY_MESSAGES)
+    """True when the gluster CLI's output says it lost a race for glusterd's lock, or staging met a peer that is not
+    connected yet (retry later)."""
+    return any(needle in (text or "") for text in texts for needle in BUSY_MESSAGES) or any(SETTLING.search(text or "") for text in texts)
 
 
 # --------------------------------------------------------------------------------------------

@@ -309,8 +309,9 @@ DESIRED_KEYS = (
 )
 
 # Hints for the refusals GlusterFS makes without 'force' (messages of GlusterFS 10.3, see the fixtures).
-# Tries of a command glusterd refused because another transaction held its lock, and the pause between them.
-BUSY_TRIES = 10
+# Tries of a command glusterd refused because another transaction held its lock (or staging met a peer not yet
+# connected), and the pause between them.
+BUSY_TRIES = 15
 BUSY_DELAY = 2.0
 
 HINTS = (

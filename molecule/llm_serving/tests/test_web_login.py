@@ -172,10 +172,11 @@ def test_web_uis_ask_every_model_through_the_gateway_with_their_own_key(host):
     assert host.run(f"grep -c ' webui;$' {KEYS_MAP}").stdout.strip() == "1"
 
 
-def browser(profile: str):
+def browser(profile: str, server: str):
     """Debian's Chromium, headless, driven by its own chromedriver (no Selenium Manager download). The flags keep it
     off the network this closed machine does not have: no QUIC, no background or component updates, no sync, and every
-    host name but localhost unresolved at once (gradio's page names Google's fonts and a CDN script)."""
+    host name but localhost and SERVER (the UI's address: the rule's * matches IP literals too) unresolved at once
+    (gradio's page names Google's fonts and a CDN script)."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -185,7 +186,7 @@ def browser(profile: str):
     for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  "--disable-dev-shm-usage", "--window-size=1280,1024", f"--user-data-dir={profile}",
-                 "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost"):
+                 f"--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost , EXCLUDE {server}"):
         options.add_argument(flag)
     return webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
 
@@ -198,7 +199,7 @@ def test_a_browser_logs_in_sends_a_prompt_and_shows_the_answer_through_the_gatew
     log_lines = len(host.check_output(f"cat {ACCESS_LOG}").splitlines())
     os.environ.setdefault("SE_OFFLINE", "true")
     with tempfile.TemporaryDirectory(prefix="hpclab-chromium-") as profile, journal_on_failure(host, "fastchat-web"):
-        driver = browser(profile)
+        driver = browser(profile, address())
         try:
             driver.get(env["HPCLAB_LLM_WEB_URL"])
             # gradio's login form (js/core/src/Login.svelte): a username textbox, a password box, a Login button.

@@ -656,3 +656,9 @@ def test_cli_busy_on_glusterds_lock_answers(fixture_text):
     assert g.cli_busy("<opErrstr>Locking failed on node2. Please check log file for details.</opErrstr>")
     assert not g.cli_busy(fixture_text("gluster", "volume_create_root_partition.xml"), "")
     assert not g.cli_busy(None, "")
+
+
+def test_cli_busy_while_a_new_peer_is_not_yet_connected_to_the_others():
+    # opErrstr of `volume create` right after the peer probes, on a loaded machine (glusterfs scenario, 2026-12-02).
+    assert g.cli_busy("<opErrstr>Staging failed on gluster2. Error: Host gluster3 not connected</opErrstr>", "")
+    assert not g.cli_busy("<opErrstr>Staging failed on gluster2. Error: Brick: gluster2:/b1 not available.</opErrstr>", "")
