@@ -164,11 +164,14 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import (
     USER_NAME,
     USER_NAME_MAX,
+    WEB_PASSWORD_MAX,
+    WEB_PASSWORD_MIN,
     is_within,
     path_problem,
     port_problem,
     seconds_problem,
     to_int,
+    web_password_reason,
 )
 
 # An nginx named location and an OpenAI model id at once: no blank, quote, ';', '{', '$' or '/'.
@@ -190,8 +193,6 @@ ROUTED_PATHS = "/v1/chat/completions, /v1/completions and /v1/models"
 # A web password: FastChat reads gradio's login file as USER:PASSWORD pairs split at ',' and ':' (fastchat.utils
 # parse_gradio_auth_creds), and llm.env is read by shells (`source`): characters that mean nothing to either.
 WEB_PASSWORD = re.compile(r"^[A-Za-z0-9._+/=@%^-]+\Z")
-WEB_PASSWORD_MIN = 16
-WEB_PASSWORD_MAX = 200
 # The web UI's address in llm.env: an http(s) URL of characters a shell leaves alone.
 WEB_URL = re.compile(r"^https?://[A-Za-z0-9.:\[\]-]+(/[A-Za-z0-9._~:/%+=-]*)?\Z")
 
@@ -409,14 +410,9 @@ def _web_problems(web_passwords, user_names, web_url, problem):
                     "a user whose access was revoked): nobody could log in with it. Fix: remove it from llm_gateway_web_passwords, "
                     "or add the user.")
             continue
-        if not isinstance(password, str) or len(password) < WEB_PASSWORD_MIN:
-            reason = f"is shorter than {WEB_PASSWORD_MIN} characters"
-        elif len(password) > WEB_PASSWORD_MAX:
-            reason = f"is longer than {WEB_PASSWORD_MAX} characters"
-        elif not WEB_PASSWORD.fullmatch(password):
-            reason = ("has a character other than letters, digits and '-._+/=@%^' (gradio's login file splits at ',' and ':', "
-                      "and llm.env is read by shells)")
-        else:
+        reason = web_password_reason(password, WEB_PASSWORD, "has a character other than letters, digits and '-._+/=@%^' "
+                                     "(gradio's login file splits at ',' and ':', and llm.env is read by shells)")
+        if reason is None:
             continue
         problem(f"llm_gateway_web_passwords: {name}'s password (value not shown) {reason}. Fix: give a password of "
                 f"{WEB_PASSWORD_MIN} to {WEB_PASSWORD_MAX} letters and digits (e.g. openssl rand -hex 12), or remove the entry to "

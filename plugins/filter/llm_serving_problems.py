@@ -260,7 +260,8 @@ from urllib.parse import urlsplit
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import (
-    PATH_CHARS, USER_NAME, USER_NAME_MAX, is_within, not_canonical, port_problem, seconds_problem, to_int)
+    PATH_CHARS, USER_NAME, USER_NAME_MAX, WEB_PASSWORD_MAX, WEB_PASSWORD_MIN, is_within, not_canonical, port_problem,
+    seconds_problem, to_int, web_password_reason)
 from ansible_collections.hpclab.cluster.plugins.plugin_utils._gpu_plan import (
     DTYPE_BYTES, KV_CACHE_DTYPE_BYTES, QUANTIZATION_BITS, SIXTEEN_BIT, GpuPlanError, kv_heads_per_rank, known_kv_heads,
     normalize_gpus, normalize_model, plan, valid_sizes)
@@ -319,9 +320,7 @@ SYSTEM_DIRS = frozenset({
 VOLATILE_TREES = ("/proc", "/sys", "/dev", "/run", "/tmp", "/var/tmp")
 # gradio's login file as FastChat reads it (fastchat.utils.parse_gradio_auth_creds): USER:PASSWORD pairs split at ','
 # and ':', each stripped. A password is printable, without a blank, ',' or ':'.
-WEB_PASSWORD = re.compile(r"^[\x21-\x7e]+$")
-WEB_PASSWORD_MIN = 16
-WEB_PASSWORD_MAX = 200
+WEB_PASSWORD = re.compile(r"^[\x21-\x2b\x2d-\x39\x3b-\x7e]+$")
 WEB_API_BASE = re.compile(r"^https?://[A-Za-z0-9.:\[\]-]+(/[A-Za-z0-9._~:/%+=-]*)?$")
 PACKAGE_VARIABLES = {"vllm": "llm_serving_vllm_packages", "llama_cpp": "llm_serving_llamacpp_packages",
                      "fastchat": "llm_serving_fastchat_packages"}
@@ -451,13 +450,9 @@ def _web_login_problems(logins, api_base, api_key, problem):
             continue
         users[user] = index
         password = login.get("password")
-        if not isinstance(password, str) or len(password) < WEB_PASSWORD_MIN:
-            reason = f"is shorter than {WEB_PASSWORD_MIN} characters"
-        elif len(password) > WEB_PASSWORD_MAX:
-            reason = f"is longer than {WEB_PASSWORD_MAX} characters"
-        elif not WEB_PASSWORD.fullmatch(password) or "," in password or ":" in password:
-            reason = "has a blank, ',', ':' or a character that is not printable (gradio's login file splits at ',' and ':')"
-        else:
+        reason = web_password_reason(password, WEB_PASSWORD, "has a blank, ',', ':' or a character that is not printable "
+                                     "(gradio's login file splits at ',' and ':')")
+        if reason is None:
             continue
         problem(f"llm_serving_fastchat_logins[{index}] ({user}): the password (value not shown) {reason}. Fix: give a password "
                 f"of {WEB_PASSWORD_MIN} to {WEB_PASSWORD_MAX} letters and digits, or let the gateway make one (it generates "

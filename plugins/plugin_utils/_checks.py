@@ -140,6 +140,23 @@ def gpus_value_problems(gpus):
     return reasons
 
 
+# The web UIs' passwords (llm_gateway hands them out, llm_serving writes gradio's login file): their length.
+WEB_PASSWORD_MIN = 16
+WEB_PASSWORD_MAX = 200
+
+
+def web_password_reason(password, chars, chars_reason):
+    """Why PASSWORD cannot be a web password (None when it can): too short, too long, or not all CHARS (a compiled
+    fullmatch pattern), which CHARS_REASON says."""
+    if not isinstance(password, str) or len(password) < WEB_PASSWORD_MIN:
+        return f"is shorter than {WEB_PASSWORD_MIN} characters"
+    if len(password) > WEB_PASSWORD_MAX:
+        return f"is longer than {WEB_PASSWORD_MAX} characters"
+    if not chars.fullmatch(password):
+        return chars_reason
+    return None
+
+
 def users_well_formed(users) -> bool:
     """Whether USERS is a list of {name, uid, gid} with POSIX names, numeric IDs, no name or uid twice."""
     names = [u.get("name", "") if isinstance(u, Mapping) else "" for u in users]
