@@ -225,27 +225,6 @@ def test_check_mode_changes_nothing():
     assert run.total_changed == 0, run
 
 
-# Three runs of the Slurm playbook, each building on the last (one run fewer than two tests starting from the converged
-# state): a reloadable change, then a change of the node lines (with the reloadable one undone), then back.
-def test_reloadable_change_is_reconfigured_then_changed_node_lines_restart_slurmctld_then_every_slurmd():
-    before = container_ids()
-    run = run_playbook(SLURM_PLAYBOOK, extra_vars={"slurm_master_max_time": 60})
-    assert run.rc == 0, run
-    assert "Reconfigure slurm" in run.output, run
-    assert container_ids() == before
-    assert ctl("sinfo --noheader --format=%l") == "1:00:00"
-    run = run_playbook(SLURM_PLAYBOOK, extra_vars={"slurm_master_memory_fraction": 0.9})
-    assert run.rc == 0, run
-    after = container_ids()
-    assert all(after[n][2] != before[n][2] for n in NODES), after
-    assert all(after[w][2] > after[CONTROLLER][2] for w in WORKERS), after
-    assert wait_for_idle_workers() == "idle"
-    assert ctl("sinfo --noheader --format=%l") == "infinite"
-    back = run_playbook(SLURM_PLAYBOOK)
-    assert back.rc == 0, back
-    assert wait_for_idle_workers() == "idle"
-
-
 def assert_failed_before_any_change(run, before_conf, before_ids, *words):
     assert run.rc != 0, run
     for word in words + ("Fix:",):
@@ -366,3 +345,22 @@ def test_rolling_restart_of_the_worker_containers_while_a_job_runs_loses_no_job(
     assert all(after[w][2] != before[w][2] for w in WORKERS), (before, after)  # every slurmd restarted
     assert after[CONTROLLER] == before[CONTROLLER]
     assert wait_for_idle_workers() == "idle"
+
+
+# Last in the scenario, so that nothing after it needs the converged settings back: two runs of the Slurm
+# playbook, the second building on the first (two runs fewer than two tests that each start from the converged
+# state and go back to it): a reloadable change, then a change of the node lines (with the reloadable one undone).
+def test_reloadable_change_is_reconfigured_then_changed_node_lines_restart_slurmctld_then_every_slurmd():
+    before = container_ids()
+    run = run_playbook(SLURM_PLAYBOOK, extra_vars={"slurm_master_max_time": 60})
+    assert run.rc == 0, run
+    assert "Reconfigure slurm" in run.output, run
+    assert container_ids() == before
+    assert ctl("sinfo --noheader --format=%l") == "1:00:00"
+    run = run_playbook(SLURM_PLAYBOOK, extra_vars={"slurm_master_memory_fraction": 0.9})
+    assert run.rc == 0, run
+    after = container_ids()
+    assert all(after[n][2] != before[n][2] for n in NODES), after
+    assert all(after[w][2] > after[CONTROLLER][2] for w in WORKERS), after
+    assert wait_for_idle_workers() == "idle"
+    assert ctl("sinfo --noheader --format=%l") == "infinite"
