@@ -27,10 +27,38 @@ def listen_address(name: str | None = None, default_file: str = "/etc/default/pr
     return re.search(r"--web\.listen-address=([^\s\"]+)", args).group(1)
 
 
+PASSWORD_FILE = "/etc/prometheus/hpclab-web-password"
+USERNAME = "hpclab"
+# GET with basic auth, the password read on the monitoring host from the file the role keeps it in (never shown here).
+HTTP_GET = """
+import base64, sys, urllib.request
+password = open(sys.argv[3]).read().strip()
+request = urllib.request.Request(sys.argv[1])
+request.add_header("Authorization", "Basic " + base64.b64encode(f"{sys.argv[2]}:{password}".encode()).decode())
+print(urllib.request.urlopen(request, timeout=10).read().decode())
+"""
+
+
 def http_json(url: str):
-    """GET url from the monitoring host (the services listen on its cluster address only)."""
-    code = "import sys,urllib.request;print(urllib.request.urlopen(sys.argv[1],timeout=10).read().decode())"
-    return json.loads(get_host(monitoring_server()).check_output(f"python3 -c {shlex.quote(code)} {shlex.quote(url)}"))
+    """GET url from the monitoring host (the services listen on its cluster address only), logged in as the role's
+    web user."""
+    command = f"python3 -c {shlex.quote(HTTP_GET)} {shlex.quote(url)} {USERNAME} {PASSWORD_FILE}"
+    return json.loads(get_host(monitoring_server()).check_output(command))
+
+
+def http_status(host: str, url: str, credentials: str = "") -> int:
+    """The HTTP status a GET of url made on HOST gets, without credentials or with USER:PASSWORD."""
+    code = """
+import base64, sys, urllib.error, urllib.request
+request = urllib.request.Request(sys.argv[1])
+if sys.argv[2]:
+    request.add_header("Authorization", "Basic " + base64.b64encode(sys.argv[2].encode()).decode())
+try:
+    print(urllib.request.urlopen(request, timeout=10).status)
+except urllib.error.HTTPError as error:
+    print(error.code)
+"""
+    return int(get_host(host).check_output(f"python3 -c {shlex.quote(code)} {shlex.quote(url)} {shlex.quote(credentials)}"))
 
 
 def prometheus(path: str):

@@ -23,7 +23,11 @@ description:
     (7) every port is an integer 1..65535, (8) not one of O(reserved_ports) (the collection's daemons),
     (9) not the port of another service the role starts on the same host, (10) not the port of a model
     server of the host (C(monitoring_llm_models)); (11) a listen address is one of the host's own
-    addresses (O(host_addresses)), not a wildcard (C(0.0.0.0), C(::)) or a name."
+    addresses (O(host_addresses)), not a wildcard (C(0.0.0.0), C(::)) or a name; (12) C(monitoring_web_username)
+    is 1 to 64 letters, digits and C(._-); (13) C(monitoring_web_password) is empty (the monitoring host keeps or
+    generates one) or 16 to 72 letters, digits and C(-._+/=@%^) (bcrypt reads 72 bytes), and not empty where
+    O(password_required); its value is never part of a message; (14) C(monitoring_web_password_file) is an
+    absolute path."
 options:
   _input:
     description: The role's variables by name (C(monitoring_*)), as the role passes them.
@@ -55,6 +59,11 @@ options:
     type: list
     elements: str
     default: []
+  password_required:
+    description: Whether C(monitoring_web_password) must be given (the exporter entry point, which takes it from the
+      monitoring host's entry point password).
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -85,7 +94,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import to_int
+from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import WEB_PASSWORD_MIN, path_problem, to_int, web_password_reason
 
 # prometheus/common model.ParseDuration (v0.42, the one Prometheus 2.42 uses): each unit at most once,
 # largest first, integer counts; "0" alone is also valid.
@@ -97,6 +106,10 @@ SERVER_PORTS = (("monitoring_prometheus_port", "Prometheus"), ("monitoring_alert
 EXPORTER_PORTS = (("monitoring_node_exporter_port", "node_exporter"),)
 DURATIONS = ("monitoring_scrape_interval", "monitoring_evaluation_interval")
 LISTEN_ADDRESSES = (("monitoring_listen_address", True), ("monitoring_node_exporter_listen_address", False))
+# The basic-auth user (a YAML key in the web configuration, a URL's user part) and password (bcrypt uses 72 bytes;
+# written to a file Prometheus reads, and typed by admins).
+WEB_USERNAME = re.compile(r"^[A-Za-z0-9._-]{1,64}\Z")
+WEB_PASSWORD = re.compile(r"^[A-Za-z0-9._+/=@%^-]+\Z")
 
 
 def duration_seconds(value):
@@ -124,7 +137,9 @@ def _ranges(reserved):
     return out
 
 
-def monitoring_problems(settings, host, group="monitoring", group_hosts=None, server=False, reserved_ports=None, host_addresses=None):
+def monitoring_problems(
+    settings, host, group="monitoring", group_hosts=None, server=False, reserved_ports=None, host_addresses=None, password_required=False
+):
     """Filter entry point: see DOCUMENTATION."""
     if not isinstance(settings, Mapping):
         raise AnsibleFilterError(f"monitoring_problems: input must be a dict of the role's variables, got {settings!r}")
@@ -217,7 +232,35 @@ def monitoring_problems(settings, host, group="monitoring", group_hosts=None, se
             )
         elif own and address not in own and not address.is_loopback:
             problem(f"{variable} {value} is not an address of this host ({', '.join(sorted(map(str, own)))}). Fix: give its address on the cluster network.")
+    _web_problems(settings, password_required, problem)
     return problems
+
+
+def _web_problems(settings, password_required, problem):
+    """Rules 12 to 14: the basic-auth user, password (never shown) and the file that keeps the password."""
+    username = settings.get("monitoring_web_username")
+    if not (isinstance(username, str) and WEB_USERNAME.match(username)):
+        problem(f"monitoring_web_username {username!r} is not 1 to 64 letters, digits and '._-'. Fix: keep the default 'hpclab'.")
+    password = settings.get("monitoring_web_password")
+    if password in ("", None):
+        if password_required:
+            problem(
+                "monitoring_web_password is empty, and node_exporter would answer nobody. Fix: run the monitoring role's entry "
+                "point password on the monitoring host first and pass its monitoring_password_result.password (as "
+                "playbooks/monitoring.yml does), or set monitoring_web_password (vaulted) for every node."
+            )
+    else:
+        reason = web_password_reason(password, WEB_PASSWORD, "has a character other than letters, digits and '-._+/=@%^'")
+        if reason is None and len(password) > 72:
+            reason = "is longer than 72 characters (bcrypt reads no more)"
+        if reason:
+            problem(
+                f"monitoring_web_password (value not shown) {reason}. Fix: give {WEB_PASSWORD_MIN} to 72 letters and digits "
+                "(e.g. openssl rand -hex 16), vaulted, or leave it empty to have the monitoring host generate and keep one."
+            )
+    reason = path_problem(settings.get("monitoring_web_password_file"))
+    if reason:
+        problem(f"monitoring_web_password_file {settings.get('monitoring_web_password_file')!r} {reason}. Fix: keep the default.")
 
 
 class FilterModule:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 from helpers import get_host, gluster_xml, inventory_hosts, run_playbook
 from monitoring_checks import (
-    NODE_UNITS, SERVER_UNITS, alerts, assert_units_running, follow_fault, follow_repair, listen_address,
-    print_numbers, prometheus, query, value, wait_for,
+    NODE_UNITS, PASSWORD_FILE, SERVER_UNITS, USERNAME, alerts, assert_units_running, follow_fault, follow_repair, http_status,
+    listen_address, print_numbers, prometheus, query, value, wait_for,
 )
 
 SERVER = inventory_hosts("monitoring")[0]
@@ -57,6 +57,24 @@ def test_nothing_listens_on_every_interface(node):
     if node == SERVER:
         assert listen_address() in sockets
         assert not any(s.endswith(":9094") for s in sockets)
+
+
+def test_every_endpoint_asks_for_the_password():
+    """Prometheus, Alertmanager and every node_exporter answer 401 without the role's user and password, and with a
+    wrong one; the web configuration and the kept password are readable by root and the prometheus group only."""
+    addresses = [listen_address(), listen_address(default_file="/etc/default/prometheus-alertmanager")]
+    addresses += [listen_address(node, "/etc/default/prometheus-node-exporter") for node in NODES]
+    for address in addresses:
+        for path in ("/metrics", "/-/ready", "/api/v1/targets"):
+            assert http_status(SERVER, f"http://{address}{path}") == 401, address + path
+        assert http_status(SERVER, f"http://{address}/metrics", f"{USERNAME}:wrong-password-0123456789") == 401, address
+    for node in NODES:
+        web = get_host(node).file("/etc/hpclab-monitoring/web.yml")
+        assert (web.user, web.group, web.mode) == ("root", "prometheus", 0o640), node
+        assert "$2b$10$" in get_host(node).check_output("cat /etc/hpclab-monitoring/web.yml")
+    kept = get_host(SERVER).file(PASSWORD_FILE)
+    assert (kept.user, kept.group, kept.mode) == ("root", "prometheus", 0o640)
+    assert len(kept.content_string.strip()) == 32  # generated: the scenario gives none
 
 
 def test_rendered_rules_and_configuration_pass_promtool_and_amtool():
@@ -200,11 +218,13 @@ def test_fault_munged_stopped_fires_munge_down_and_resolves():
 
 
 def test_bad_input_fails_before_any_change_naming_host_variable_and_fix():
-    """An empty monitoring group, a retention Prometheus would refuse and a port of slurmd, in one run: every
-    node's preflight names all three, and nothing changes (the exporters still listen where they did)."""
+    """An empty monitoring group, a retention Prometheus would refuse, a port of slurmd and a password too short, in
+    one run: every node's preflight names all four (never the password), and nothing changes (the exporters still
+    listen where they did)."""
     exporter = listen_address(SERVER, "/etc/default/prometheus-node-exporter")
     run = run_playbook("monitoring_only.yml", extra_vars={
-        "monitoring_group": "no_such_group", "monitoring_prometheus_retention": "15days", "monitoring_node_exporter_port": 6818})
+        "monitoring_group": "no_such_group", "monitoring_prometheus_retention": "15days", "monitoring_node_exporter_port": 6818,
+        "monitoring_web_password": "tooShort-QX9"})
     assert run.rc != 0 and run.total_changed == 0, run
     for node in NODES:
         assert f"{node}: the inventory group 'no_such_group' (variable monitoring_group) has no host" in run.output, run
@@ -213,6 +233,8 @@ def test_bad_input_fails_before_any_change_naming_host_variable_and_fix():
     assert "Fix: write e.g. '15d'" in run.output, run
     assert "monitoring_node_exporter_port 6818 is the port of slurmd (slurm_worker) in this collection" in run.output, run
     assert "Fix: choose a free port" in run.output, run
+    assert f"{SERVER}: monitoring_web_password (value not shown) is shorter than 16 characters" in run.output, run
+    assert "tooShort-QX9" not in run.output, run
     assert get_host(SERVER).socket(f"tcp://{exporter}").is_listening
     assert listen_address(SERVER, "/etc/default/prometheus-node-exporter") == exporter
 

@@ -34,6 +34,9 @@ def settings(**overrides):
         "monitoring_listen_address": "10.0.0.1",
         "monitoring_node_exporter_listen_address": "10.0.0.1",
         "monitoring_llm_models": [],
+        "monitoring_web_username": DEFAULTS["monitoring_web_username"],
+        "monitoring_web_password": DEFAULTS["monitoring_web_password"],
+        "monitoring_web_password_file": DEFAULTS["monitoring_web_password_file"],
     }
     return {**base, **overrides}
 
@@ -147,3 +150,53 @@ def test_every_problem_is_reported_at_once():
 )
 def test_duration_seconds(text, seconds):
     assert duration_seconds(text) == seconds
+
+
+SECRET = "Zq7-secret.value/with=odd%chars^"
+
+
+def test_defaults_pass_with_an_empty_password_on_the_server():
+    """Empty: the monitoring host keeps or generates one."""
+    assert check() == []
+
+
+def test_exporter_entry_point_requires_the_password():
+    problems = check(server=False, password_required=True)
+    assert len(problems) == 1
+    assert problems[0].startswith("mon1: monitoring_web_password is empty")
+    assert "entry point password" in problems[0]
+    assert check(settings(monitoring_web_password=SECRET), server=False, password_required=True) == []
+
+
+@pytest.mark.parametrize(
+    ("password", "reason"),
+    [
+        ("short-but-15chr", "is shorter than 16 characters"),
+        ("x" * 73, "is longer than 72 characters (bcrypt reads no more)"),
+        ("with a blank in it, long enough", "has a character other than letters, digits"),
+        ("colon:is:not:allowed:here:1234", "has a character other than letters, digits"),
+    ],
+)
+def test_bad_password_is_named_but_never_shown(password, reason):
+    problems = check(settings(monitoring_web_password=password))
+    assert len(problems) == 1
+    assert problems[0].startswith("mon1: monitoring_web_password (value not shown) " + reason)
+    assert password not in problems[0]
+    assert "Fix:" in problems[0]
+
+
+def test_password_of_72_characters_is_taken():
+    assert check(settings(monitoring_web_password="a" * 72)) == []
+
+
+@pytest.mark.parametrize("username", ["", "has blank", "a:b", "x" * 65, None])
+def test_bad_username(username):
+    problems = check(settings(monitoring_web_username=username))
+    assert problems == [f"mon1: monitoring_web_username {username!r} is not 1 to 64 letters, digits and '._-'. Fix: keep the default 'hpclab'."]
+
+
+@pytest.mark.parametrize("path", ["relative/file", "/etc/prometheus/", "/etc/pro metheus/pw", ""])
+def test_bad_password_file(path):
+    problems = check(settings(monitoring_web_password_file=path))
+    assert len(problems) == 1
+    assert problems[0].startswith(f"mon1: monitoring_web_password_file {path!r} ")
