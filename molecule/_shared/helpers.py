@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import re
+import shlex
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -89,6 +90,28 @@ def gluster_xml(host, *args: str):
     root = ET.fromstring(host.check_output("gluster --mode=script %s --xml" % " ".join(args)))
     assert root.findtext("opRet") == "0", root.findtext("opErrstr")
     return root
+
+
+# A GET made on a node: its HTTP status, or "no-http ERROR" where the port speaks no HTTP.
+HTTP_STATUS = """
+import base64, sys, urllib.error, urllib.request
+request = urllib.request.Request(sys.argv[1])
+if sys.argv[2]:
+    request.add_header("Authorization", "Basic " + base64.b64encode(sys.argv[2].encode()).decode())
+try:
+    with urllib.request.urlopen(request, timeout=10) as response:
+        print(response.status)
+except urllib.error.HTTPError as error:
+    print(error.code)
+except Exception as error:
+    print("no-http", type(error).__name__)
+"""
+
+
+def http_status(host: str, url: str, credentials: str = "") -> str:
+    """What a GET of url made on node HOST gets: the HTTP status ("401"), or "no-http ERROR"; without credentials,
+    or with USER:PASSWORD."""
+    return get_host(host).check_output(f"python3 -c {shlex.quote(HTTP_STATUS)} {shlex.quote(url)} {shlex.quote(credentials)}")
 
 
 @contextlib.contextmanager

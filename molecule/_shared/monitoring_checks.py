@@ -46,21 +46,6 @@ def http_json(url: str):
     return json.loads(get_host(monitoring_server()).check_output(command))
 
 
-def http_status(host: str, url: str, credentials: str = "") -> int:
-    """The HTTP status a GET of url made on HOST gets, without credentials or with USER:PASSWORD."""
-    code = """
-import base64, sys, urllib.error, urllib.request
-request = urllib.request.Request(sys.argv[1])
-if sys.argv[2]:
-    request.add_header("Authorization", "Basic " + base64.b64encode(sys.argv[2].encode()).decode())
-try:
-    print(urllib.request.urlopen(request, timeout=10).status)
-except urllib.error.HTTPError as error:
-    print(error.code)
-"""
-    return int(get_host(host).check_output(f"python3 -c {shlex.quote(code)} {shlex.quote(url)} {shlex.quote(credentials)}"))
-
-
 def prometheus(path: str):
     return http_json(f"http://{listen_address()}{path}")
 

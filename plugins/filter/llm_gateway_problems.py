@@ -162,6 +162,8 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import (
+    SAFE_PASSWORD,
+    SAFE_PASSWORD_REASON,
     USER_NAME,
     USER_NAME_MAX,
     WEB_PASSWORD_MAX,
@@ -190,9 +192,6 @@ RATE = re.compile(r"^([0-9]+)r/[sm]\Z")
 # ngx_parse_size: a number, optionally k/K or m/M (g/G is not accepted for client_max_body_size).
 SIZE = re.compile(r"^([0-9]+)[kKmM]?\Z")
 ROUTED_PATHS = "/v1/chat/completions, /v1/completions and /v1/models"
-# A web password: FastChat reads gradio's login file as USER:PASSWORD pairs split at ',' and ':' (fastchat.utils
-# parse_gradio_auth_creds), and llm.env is read by shells (`source`): characters that mean nothing to either.
-WEB_PASSWORD = re.compile(r"^[A-Za-z0-9._+/=@%^-]+\Z")
 # The web UI's address in llm.env: an http(s) URL of characters a shell leaves alone.
 WEB_URL = re.compile(r"^https?://[A-Za-z0-9.:\[\]-]+(/[A-Za-z0-9._~:/%+=-]*)?\Z")
 
@@ -410,8 +409,10 @@ def _web_problems(web_passwords, user_names, web_url, problem):
                     "a user whose access was revoked): nobody could log in with it. Fix: remove it from llm_gateway_web_passwords, "
                     "or add the user.")
             continue
-        reason = web_password_reason(password, WEB_PASSWORD, "has a character other than letters, digits and '-._+/=@%^' "
-                                     "(gradio's login file splits at ',' and ':', and llm.env is read by shells)")
+        # FastChat reads gradio's login file as USER:PASSWORD pairs split at ',' and ':' (fastchat.utils
+        # parse_gradio_auth_creds), and llm.env is read by shells (`source`): SAFE_PASSWORD means nothing to either.
+        reason = web_password_reason(password, SAFE_PASSWORD, SAFE_PASSWORD_REASON
+                                     + " (gradio's login file splits at ',' and ':', and llm.env is read by shells)")
         if reason is None:
             continue
         problem(f"llm_gateway_web_passwords: {name}'s password (value not shown) {reason}. Fix: give a password of "

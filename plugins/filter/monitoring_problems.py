@@ -94,7 +94,14 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import WEB_PASSWORD_MIN, path_problem, to_int, web_password_reason
+from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import (
+    SAFE_PASSWORD,
+    SAFE_PASSWORD_REASON,
+    WEB_PASSWORD_MIN,
+    path_problem,
+    to_int,
+    web_password_reason,
+)
 
 # prometheus/common model.ParseDuration (v0.42, the one Prometheus 2.42 uses): each unit at most once,
 # largest first, integer counts; "0" alone is also valid.
@@ -106,10 +113,10 @@ SERVER_PORTS = (("monitoring_prometheus_port", "Prometheus"), ("monitoring_alert
 EXPORTER_PORTS = (("monitoring_node_exporter_port", "node_exporter"),)
 DURATIONS = ("monitoring_scrape_interval", "monitoring_evaluation_interval")
 LISTEN_ADDRESSES = (("monitoring_listen_address", True), ("monitoring_node_exporter_listen_address", False))
-# The basic-auth user (a YAML key in the web configuration, a URL's user part) and password (bcrypt uses 72 bytes;
-# written to a file Prometheus reads, and typed by admins).
+# The basic-auth user (a YAML key in the web configuration, a URL's user part); its password is at most 72
+# characters, all bcrypt reads.
 WEB_USERNAME = re.compile(r"^[A-Za-z0-9._-]{1,64}\Z")
-WEB_PASSWORD = re.compile(r"^[A-Za-z0-9._+/=@%^-]+\Z")
+BCRYPT_MAX = 72
 
 
 def duration_seconds(value):
@@ -250,12 +257,13 @@ def _web_problems(settings, password_required, problem):
                 "playbooks/monitoring.yml does), or set monitoring_web_password (vaulted) for every node."
             )
     else:
-        reason = web_password_reason(password, WEB_PASSWORD, "has a character other than letters, digits and '-._+/=@%^'")
-        if reason is None and len(password) > 72:
-            reason = "is longer than 72 characters (bcrypt reads no more)"
+        if isinstance(password, str) and len(password) > BCRYPT_MAX:
+            reason = f"is longer than {BCRYPT_MAX} characters (bcrypt reads no more)"
+        else:
+            reason = web_password_reason(password, SAFE_PASSWORD, SAFE_PASSWORD_REASON)
         if reason:
             problem(
-                f"monitoring_web_password (value not shown) {reason}. Fix: give {WEB_PASSWORD_MIN} to 72 letters and digits "
+                f"monitoring_web_password (value not shown) {reason}. Fix: give {WEB_PASSWORD_MIN} to {BCRYPT_MAX} letters and digits "
                 "(e.g. openssl rand -hex 16), vaulted, or leave it empty to have the monitoring host generate and keep one."
             )
     reason = path_problem(settings.get("monitoring_web_password_file"))

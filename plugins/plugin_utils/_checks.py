@@ -143,6 +143,10 @@ def gpus_value_problems(gpus):
 # The web UIs' passwords (llm_gateway hands them out, llm_serving writes gradio's login file): their length.
 WEB_PASSWORD_MIN = 16
 WEB_PASSWORD_MAX = 200
+# Letters, digits and -._+/=@%^: what a password given to the gateway's web logins or to the monitoring
+# endpoints may hold (nothing a shell, gradio's login file or a YAML file reads specially).
+SAFE_PASSWORD = re.compile(r"^[A-Za-z0-9._+/=@%^-]+\Z")
+SAFE_PASSWORD_REASON = "has a character other than letters, digits and '-._+/=@%^'"
 
 
 def web_password_reason(password, chars, chars_reason):

@@ -11,7 +11,7 @@ import re
 import urllib.error
 import urllib.request
 
-from helpers import get_host, inventory_hosts
+from helpers import get_host, http_status, inventory_hosts
 
 testinfra_hosts = inventory_hosts("llm")
 NODE = testinfra_hosts[0]
@@ -23,17 +23,6 @@ MONITORING = {9090, 9093, 9100}
 # Docker's embedded DNS resolver in each container of the lab (its network namespace, not the collection's).
 DOCKER_DNS = "127.0.0.11"
 GRADIO_CONFIG = re.compile(r"window\.gradio_config = (.*?);</script>", re.S)
-# What a request without credentials gets on the node, for the ports on loopback (the test machine cannot reach them).
-PROBE = """
-import sys, urllib.request, urllib.error
-try:
-    with urllib.request.urlopen(sys.argv[1], timeout=10) as r:
-        print(r.status)
-except urllib.error.HTTPError as e:
-    print(e.code)
-except Exception as e:
-    print("no-http", type(e).__name__)
-"""
 
 
 def node():
@@ -71,7 +60,7 @@ def test_every_listening_port_answers_nothing_but_401_and_the_login_page():
             continue
         if address.startswith("127.") or address == "::1":
             where = "node, loopback"
-            status = node().check_output(f"python3 -c '{PROBE}' http://{address}:{port}{path}")
+            status = http_status(NODE, f"http://{address}:{port}{path}")
             page = ""
         else:
             where = "test machine"

@@ -9,9 +9,9 @@ resolved; the measured times are printed (pytest -rA shows them in the log). Bad
 from __future__ import annotations
 
 import pytest
-from helpers import get_host, gluster_xml, inventory_hosts, run_playbook
+from helpers import get_host, gluster_xml, http_status, inventory_hosts, run_playbook
 from monitoring_checks import (
-    NODE_UNITS, PASSWORD_FILE, SERVER_UNITS, USERNAME, alerts, assert_units_running, follow_fault, follow_repair, http_status,
+    NODE_UNITS, PASSWORD_FILE, SERVER_UNITS, USERNAME, alerts, assert_units_running, follow_fault, follow_repair,
     listen_address, print_numbers, prometheus, query, value, wait_for,
 )
 
@@ -66,8 +66,8 @@ def test_every_endpoint_asks_for_the_password():
     addresses += [listen_address(node, "/etc/default/prometheus-node-exporter") for node in NODES]
     for address in addresses:
         for path in ("/metrics", "/-/ready", "/api/v1/targets"):
-            assert http_status(SERVER, f"http://{address}{path}") == 401, address + path
-        assert http_status(SERVER, f"http://{address}/metrics", f"{USERNAME}:wrong-password-0123456789") == 401, address
+            assert http_status(SERVER, f"http://{address}{path}") == "401", address + path
+        assert http_status(SERVER, f"http://{address}/metrics", f"{USERNAME}:wrong-password-0123456789") == "401", address
     for node in NODES:
         web = get_host(node).file("/etc/hpclab-monitoring/web.yml")
         assert (web.user, web.group, web.mode) == ("root", "prometheus", 0o640), node
