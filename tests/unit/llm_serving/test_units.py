@@ -233,7 +233,10 @@ def test_login_file_as_fastchat_reads_it(role):
     tasks = yaml.safe_load((Path(role.defaults_path).parent.parent / "tasks" / "configure.yml").read_text())
     task = next(t for t in tasks if t["name"] == "configure | Logins of the web UIs")
     assert task["no_log"] is True and task["ansible.builtin.copy"]["mode"] == "0600"
-    content = role.templar(host_vars=BEHIND_THE_GATEWAY).template(trust_as_template(task["ansible.builtin.copy"]["content"]))
+    # The task's own vars, as Ansible gives them to its arguments (trusted: they are the role's code).
+    task_vars = {name: trust_as_template(value) for name, value in task.get("vars", {}).items()}
+    content = role.templar(host_vars=BEHIND_THE_GATEWAY, extra=task_vars).template(
+        trust_as_template(task["ansible.builtin.copy"]["content"]))
     assert content == "alice:alicesWebPassword0123456,bob:bob-given@web%password\n"
     # FastChat 0.2.36's parser, line for line.
     creds = []
