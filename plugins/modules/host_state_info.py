@@ -7,12 +7,13 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: host_state_info
-short_description: Read which packages, systemd units and paths of this host a role is about to manage, in one call
+short_description: Read which packages, systemd units, paths, users and groups of this host a role is about to manage, in one call
 version_added: 0.3.0
 description:
   - Read-only. Answers in one call what a role would otherwise learn from one task each, which of O(packages)
     are installed (one C(dpkg-query)), whether each of O(services) is loaded, active and enabled (one
-    C(systemctl show)), and each of O(paths)' type, owner, group, mode and, for regular files, SHA-256 checksum.
+    C(systemctl show)), each of O(paths)' type, owner, group, mode and, for regular files, SHA-256 checksum, and each
+    of O(users)' and O(groups)' IDs as the account databases give them (no extra process).
   - A role calls it once, keeps the result in its own private variable and skips the tasks whose work is
     already done (M(ansible.builtin.apt) when every package is installed, M(ansible.builtin.systemd_service)
     when the unit is active and enabled). Those builtins still do every change; this module changes nothing.
@@ -40,6 +41,16 @@ options:
     description: Absolute paths. Links are not followed.
     type: list
     elements: path
+    default: []
+  users:
+    description: Names of local users.
+    type: list
+    elements: str
+    default: []
+  groups:
+    description: Names of local groups.
+    type: list
+    elements: str
     default: []
 """
 
@@ -88,6 +99,18 @@ paths:
   sample:
     /etc/munge/munge.key: {"exists": true, "isreg": true, "isdir": false, "islnk": false, "pw_name": "munge", "gr_name": "munge",
                            "mode": "0400", "checksum": "9f86d0..."}
+users:
+  description:
+    - Each of O(users) with C(exists); when it exists also C(uid), C(gid) (of its primary group), C(home), C(shell)
+      and C(groups), the names of the groups that list it as a member, sorted (M(ansible.builtin.user)'s O(groups)).
+  returned: always
+  type: dict
+  sample: {"alice": {"exists": true, "uid": 2001, "gid": 2001, "home": "/gfsv/home/alice", "shell": "/bin/bash", "groups": []}}
+groups:
+  description: Each of O(groups) with C(exists) and, when it exists, its C(gid).
+  returned: always
+  type: dict
+  sample: {"alice": {"exists": true, "gid": 2001}}
 """
 
 import grp
@@ -189,6 +212,32 @@ def path_state(path: str) -> dict:
     return result
 
 
+def user_state(name: str, members: dict) -> dict:
+    """NAME's account as M(ansible.builtin.user) compares it; MEMBERS maps a user name to the groups listing it."""
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        return {"exists": False}
+    return {"exists": True, "uid": entry.pw_uid, "gid": entry.pw_gid, "home": entry.pw_dir, "shell": entry.pw_shell,
+            "groups": sorted(members.get(name, []))}
+
+
+def group_members() -> dict:
+    """User name to the names of the groups whose member list holds it (the supplementary groups)."""
+    members = {}
+    for group in grp.getgrall():
+        for user in group.gr_mem:
+            members.setdefault(user, []).append(group.gr_name)
+    return members
+
+
+def group_state(name: str) -> dict:
+    try:
+        return {"exists": True, "gid": grp.getgrnam(name).gr_gid}
+    except KeyError:
+        return {"exists": False}
+
+
 def _name(lookup, ident: int) -> str:
     try:
         return lookup(ident)[0]
@@ -202,11 +251,13 @@ def main():
             packages=dict(type="list", elements="str", default=[]),
             services=dict(type="list", elements="str", default=[]),
             paths=dict(type="list", elements="path", default=[]),
+            users=dict(type="list", elements="str", default=[]),
+            groups=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )
     packages, services, paths = (module.params[k] for k in ("packages", "services", "paths"))
-    result = {"changed": False, "packages": {}, "packages_missing": [], "services": {}, "paths": {}}
+    result = {"changed": False, "packages": {}, "packages_missing": [], "services": {}, "paths": {}, "users": {}, "groups": {}}
 
     if packages:
         installed = {}
@@ -240,6 +291,10 @@ def main():
             result["paths"][path] = path_state(path)
         except OSError as e:
             module.fail_json(msg=f"cannot read {path}: {e}", **result)
+
+    members = group_members() if module.params["users"] else {}
+    result["users"] = {name: user_state(name, members) for name in module.params["users"]}
+    result["groups"] = {name: group_state(name) for name in module.params["groups"]}
 
     module.exit_json(**result)
 

@@ -100,3 +100,28 @@ def test_without_dpkg_and_systemd_everything_is_to_do(capsys, monkeypatch):
     assert result["packages_missing"] == ["munge"]
     assert result["packages"] == {"munge": None}
     assert result["services"]["munge"]["active"] is False
+
+
+def test_users_and_groups_as_the_account_databases_give_them(capsys):
+    """This machine's own accounts: root, and a name that no account has."""
+    import grp
+    import pwd
+
+    root = pwd.getpwnam("root")
+    supplementary = sorted(g.gr_name for g in grp.getgrall() if "root" in g.gr_mem)
+    result = run(capsys, users=["root", "no-such-user-here"], groups=["root", "no-such-group-here"])
+    assert result["users"] == {
+        "root": {"exists": True, "uid": 0, "gid": 0, "home": root.pw_dir, "shell": root.pw_shell, "groups": supplementary},
+        "no-such-user-here": {"exists": False},
+    }
+    assert result["groups"] == {"root": {"exists": True, "gid": 0}, "no-such-group-here": {"exists": False}}
+
+
+def test_supplementary_groups_from_the_member_lists(monkeypatch):
+    """A user's groups are those that list it, as /etc/group does (its primary group lists nobody)."""
+    import grp
+
+    entries = [grp.struct_group(("alice", "x", 2001, [])), grp.struct_group(("render", "x", 105, ["alice", "bob"])),
+               grp.struct_group(("video", "x", 44, ["bob"]))]
+    monkeypatch.setattr(m.grp, "getgrall", lambda: entries)
+    assert m.group_members() == {"alice": ["render"], "bob": ["render", "video"]}
