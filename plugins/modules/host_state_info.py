@@ -17,6 +17,7 @@ description:
   - A role calls it once, keeps the result in its own private variable and skips the tasks whose work is
     already done (M(ansible.builtin.apt) when every package is installed, M(ansible.builtin.systemd_service)
     when the unit is active and enabled). Those builtins still do every change; this module changes nothing.
+  - O(mounts) reads C(/etc/fstab) and asks whether each path is a mount point (no extra process).
   - Written for Debian (dpkg) hosts with systemd; on a host without C(dpkg-query) every package counts as
     missing, without C(systemctl) every unit as stopped, so that the builtins run and decide.
 author:
@@ -42,6 +43,12 @@ options:
     type: list
     elements: path
     default: []
+  attribute_paths:
+    description:
+      - Absolute paths read as O(paths) are, without the checksum (a log that grows, a file too large to read every run).
+    type: list
+    elements: path
+    default: []
   users:
     description: Names of local users.
     type: list
@@ -51,6 +58,13 @@ options:
     description: Names of local groups.
     type: list
     elements: str
+    default: []
+  mounts:
+    description:
+      - Absolute mount points. For each, its lines in C(/etc/fstab) and whether something is mounted there, what
+        M(ansible.posix.mount) compares before it changes anything with O(ansible.posix.mount#module:state=mounted).
+    type: list
+    elements: path
     default: []
 """
 
@@ -91,8 +105,8 @@ services:
   sample: {"munge": {"loaded": true, "active": true, "enabled": true, "state": "active", "unit_file_state": "enabled"}}
 paths:
   description:
-    - Each of O(paths) with C(exists); when it exists also C(isreg), C(isdir), C(islnk), C(pw_name), C(gr_name)
-      (names, or the number when the id has no name), C(mode) (four octal digits) and, for a regular file,
+    - Each of O(paths) and O(attribute_paths) with C(exists); when it exists also C(isreg), C(isdir), C(islnk), C(pw_name), C(gr_name)
+      (names, or the number when the id has no name), C(mode) (four octal digits) and, for a regular file of O(paths),
       C(checksum) (SHA-256), the keys and values of M(ansible.builtin.stat) with C(checksum_algorithm=sha256).
   returned: always
   type: dict
@@ -111,6 +125,16 @@ groups:
   returned: always
   type: dict
   sample: {"alice": {"exists": true, "gid": 2001}}
+mounts:
+  description:
+    - Each of O(mounts) with C(mounted) (the path is a mount point now) and C(fstab), the lines of C(/etc/fstab) for
+      that mount point in file order, each with C(src), C(fstype), C(opts), C(dump) and C(passno) as written (C(dump)
+      and C(passno) null where the line leaves them out); no line, an empty list.
+  returned: always
+  type: dict
+  sample:
+    /gfsv: {"mounted": true, "fstab": [{"src": "node1:/gv0", "fstype": "glusterfs", "dump": "0", "passno": "0",
+                                       "opts": "defaults,_netdev,backup-volfile-servers=node2:node3"}]}
 """
 
 import grp
@@ -195,7 +219,7 @@ def unit_name(service: str) -> str:
     return service if "." in service else service + ".service"
 
 
-def path_state(path: str) -> dict:
+def path_state(path: str, checksum: bool = True) -> dict:
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -203,7 +227,7 @@ def path_state(path: str) -> dict:
     result = {"exists": True, "isreg": stat.S_ISREG(st.st_mode), "isdir": stat.S_ISDIR(st.st_mode),
               "islnk": stat.S_ISLNK(st.st_mode), "pw_name": _name(pwd.getpwuid, st.st_uid),
               "gr_name": _name(grp.getgrgid, st.st_gid), "mode": "%04o" % stat.S_IMODE(st.st_mode)}
-    if result["isreg"]:
+    if result["isreg"] and checksum:
         digest = hashlib.sha256()
         with open(path, "rb") as f:
             for block in iter(lambda: f.read(1 << 16), b""):
@@ -238,6 +262,25 @@ def group_state(name: str) -> dict:
         return {"exists": False}
 
 
+FSTAB_FIELDS = ("src", "name", "fstype", "opts", "dump", "passno")
+
+
+def parse_fstab(text: str) -> list:
+    """The entries of an fstab as M(ansible.posix.mount) reads them on Linux: comments and blank lines left out, a
+    line of 4 to 6 fields kept (a missing dump or passno is None), any other line ignored."""
+    entries = []
+    for line in text.splitlines():
+        fields = line.split("#")[0].split()
+        if len(fields) in (4, 5, 6):
+            entries.append(dict(zip(FSTAB_FIELDS, fields + [None] * (6 - len(fields)))))
+    return entries
+
+
+def mount_state(path: str, fstab: list) -> dict:
+    return {"mounted": os.path.ismount(path),
+            "fstab": [{k: e[k] for k in FSTAB_FIELDS if k != "name"} for e in fstab if e["name"] == path]}
+
+
 def _name(lookup, ident: int) -> str:
     try:
         return lookup(ident)[0]
@@ -251,13 +294,16 @@ def main():
             packages=dict(type="list", elements="str", default=[]),
             services=dict(type="list", elements="str", default=[]),
             paths=dict(type="list", elements="path", default=[]),
+            attribute_paths=dict(type="list", elements="path", default=[]),
             users=dict(type="list", elements="str", default=[]),
             groups=dict(type="list", elements="str", default=[]),
+            mounts=dict(type="list", elements="path", default=[]),
         ),
         supports_check_mode=True,
     )
     packages, services, paths = (module.params[k] for k in ("packages", "services", "paths"))
-    result = {"changed": False, "packages": {}, "packages_missing": [], "services": {}, "paths": {}, "users": {}, "groups": {}}
+    result = {"changed": False, "packages": {}, "packages_missing": [], "services": {}, "paths": {}, "users": {}, "groups": {},
+              "mounts": {}}
 
     if packages:
         installed = {}
@@ -286,15 +332,25 @@ def main():
             shown = [{}] * len(services)
         result["services"] = {s: unit_state(props) for s, props in zip(services, shown)}
 
-    for path in paths:
+    for path, checksum in [(p, True) for p in paths] + [(p, False) for p in module.params["attribute_paths"]]:
         try:
-            result["paths"][path] = path_state(path)
+            result["paths"][path] = path_state(path, checksum)
         except OSError as e:
             module.fail_json(msg=f"cannot read {path}: {e}", **result)
 
     members = group_members() if module.params["users"] else {}
     result["users"] = {name: user_state(name, members) for name in module.params["users"]}
     result["groups"] = {name: group_state(name) for name in module.params["groups"]}
+
+    if module.params["mounts"]:
+        try:
+            with open("/etc/fstab") as f:
+                fstab = parse_fstab(f.read())
+        except FileNotFoundError:
+            fstab = []
+        except OSError as e:
+            module.fail_json(msg=f"cannot read /etc/fstab: {e}", **result)
+        result["mounts"] = {path: mount_state(path, fstab) for path in module.params["mounts"]}
 
     module.exit_json(**result)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -276,6 +277,29 @@ def test_a_bad_api_key_is_refused_without_showing_it():
     assert "XYZZY" not in run.output, run
     assert run.total_changed == 0, run
     assert {unit: unit_state(node, unit) for unit in UNITS} == before
+    still_serving(node)
+
+
+def test_a_changed_model_file_is_copied_again_and_restarts_its_server_only():
+    """tiny-a's entry names tiny-b's GGUF file (another valid model): the read finds tiny-a's copy different, copy
+    writes it and tiny-a alone restarts; the next plain run puts tiny-a's own file back."""
+    node = get_host(NODE)
+    before = {unit: unit_state(node, unit) for unit in UNITS}
+    wanted = hashlib.sha256(Path(tiny("tiny-b")["gguf_src"]).read_bytes()).hexdigest()
+    swapped = run_playbook(extra_vars={"llm_serving_models": [tiny(gguf_src=tiny("tiny-b")["gguf_src"]), tiny("tiny-b", 8102)]})
+    try:
+        assert swapped.rc == 0, swapped
+        copied = task_output(swapped, "models | GGUF files from the controller")
+        assert f"changed: [{NODE}] => (item=tiny-a)" in copied and f"skipping: [{NODE}] => (item=tiny-b)" in copied, swapped
+        assert node.file("/var/lib/llm/models/tiny-a.gguf").sha256sum == wanted
+        after = {unit: unit_state(node, unit) for unit in UNITS}
+        assert after["llm-tiny-a"] != before["llm-tiny-a"]
+        assert {u: after[u] for u in UNITS if u != "llm-tiny-a"} == {u: before[u] for u in UNITS if u != "llm-tiny-a"}
+    finally:
+        restored = run_playbook()
+    assert restored.rc == 0, restored
+    assert f"changed: [{NODE}] => (item=tiny-a)" in task_output(restored, "models | GGUF files from the controller"), restored
+    assert node.file("/var/lib/llm/models/tiny-a.gguf").sha256sum == hashlib.sha256(Path(tiny()["gguf_src"]).read_bytes()).hexdigest()
     still_serving(node)
 
 

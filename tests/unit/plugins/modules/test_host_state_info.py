@@ -125,3 +125,52 @@ def test_supplementary_groups_from_the_member_lists(monkeypatch):
                grp.struct_group(("video", "x", 44, ["bob"]))]
     monkeypatch.setattr(m.grp, "getgrall", lambda: entries)
     assert m.group_members() == {"alice": ["render"], "bob": ["render", "video"]}
+
+
+def test_fstab_as_the_mount_module_reads_it():
+    """The line ansible.posix.mount wrote on a lab node; the base image's comment line is no entry."""
+    assert m.parse_fstab(fixture("fstab-glusterfs-client.txt")) == [
+        {"src": "node1:/gv0", "name": "/gfsv", "fstype": "glusterfs",
+         "opts": "defaults,_netdev,backup-volfile-servers=node2:node3", "dump": "0", "passno": "0"},
+    ]
+
+
+def test_fstab_short_lines_trailing_comments_and_lines_the_mount_module_skips():
+    text = "\n".join([
+        "node1:/gv0 /gfsv glusterfs defaults  # trailing comment",
+        "UUID=1234 /srv ext4 defaults 0",
+        "   # an indented comment",
+        "/dev/sdb1 /too/short",
+        "a b c d e f g",
+        "",
+    ])
+    assert m.parse_fstab(text) == [
+        {"src": "node1:/gv0", "name": "/gfsv", "fstype": "glusterfs", "opts": "defaults", "dump": None, "passno": None},
+        {"src": "UUID=1234", "name": "/srv", "fstype": "ext4", "opts": "defaults", "dump": "0", "passno": None},
+    ]
+
+
+def test_mounts_a_mount_point_and_a_plain_directory(tmp_path, capsys):
+    """/ is a mount point on every machine, a fresh directory is not; each gets its fstab lines (maybe none)."""
+    entries = m.parse_fstab("node1:/gv0 /gfsv glusterfs defaults 0 0\nnode2:/gv0 /gfsv glusterfs ro 0 0\n")
+    assert m.mount_state(str(tmp_path), entries) == {"mounted": False, "fstab": []}
+    assert m.mount_state("/gfsv", entries)["fstab"] == [
+        {"src": "node1:/gv0", "fstype": "glusterfs", "opts": "defaults", "dump": "0", "passno": "0"},
+        {"src": "node2:/gv0", "fstype": "glusterfs", "opts": "ro", "dump": "0", "passno": "0"},
+    ]
+    result = run(capsys, mounts=["/", str(tmp_path)])
+    assert result["mounts"]["/"]["mounted"] is True
+    assert result["mounts"][str(tmp_path)] == {"mounted": False, "fstab": []}
+
+
+def test_attribute_paths_are_read_without_their_checksum(tmp_path, capsys):
+    log = tmp_path / "access.log"
+    log.write_bytes(b"GET / 200\n" * 1000)
+    log.chmod(0o640)
+    result = run(capsys, paths=[str(tmp_path)], attribute_paths=[str(log), str(tmp_path / "none")])
+    assert result["paths"][str(log)] == {
+        "exists": True, "isreg": True, "isdir": False, "islnk": False, "mode": "0640",
+        "pw_name": __import__("pwd").getpwuid(os.getuid()).pw_name, "gr_name": __import__("grp").getgrgid(os.getgid()).gr_name,
+    }
+    assert result["paths"][str(tmp_path / "none")] == {"exists": False}
+    assert result["paths"][str(tmp_path)]["isdir"] is True
