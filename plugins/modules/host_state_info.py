@@ -222,7 +222,8 @@ def unit_name(service: str) -> str:
 def path_state(path: str, checksum: bool = True) -> dict:
     try:
         st = os.lstat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
+        # NotADirectoryError: a step of the path is no directory (a home's .config that is a file).
         return {"exists": False}
     result = {"exists": True, "isreg": stat.S_ISREG(st.st_mode), "isdir": stat.S_ISDIR(st.st_mode),
               "islnk": stat.S_ISLNK(st.st_mode), "pw_name": _name(pwd.getpwuid, st.st_uid),

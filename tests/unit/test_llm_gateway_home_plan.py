@@ -67,8 +67,9 @@ def test_types(lines, expected):
 @pytest.mark.parametrize(
     "lines,match",
     [
-        pytest.param("directory\t/h/u/", "input must be the lines of stat's output", id="string"),
-        pytest.param(None, "input must be the lines", id="none"),
+        pytest.param("directory\t/h/u/", "input must be host_state_info's paths or the lines of stat's output", id="string"),
+        pytest.param(None, "input must be host_state_info's paths", id="none"),
+        pytest.param({"/h/u/": "directory"}, "'directory' is not a path as host_state_info reads it", id="not-a-read"),
         pytest.param(["/h/u/"], "'/h/u/' is not TYPE<TAB>PATH", id="no-type"),
         pytest.param(["directory\t"], "is not TYPE<TAB>PATH", id="no-path"),
     ],
@@ -76,3 +77,55 @@ def test_types(lines, expected):
 def test_bad_input_raises(lines, match):
     with pytest.raises(AnsibleFilterError, match=match):
         PLAN(lines, users=["u"], home_root="/h")
+
+
+def test_host_state_info_read_of_the_captured_layout(tmp_path):
+    """The captured homes rebuilt on this machine's filesystem and read as the role now reads them (host_state_info,
+    lstat): the same plan as the captured stat output gives."""
+    import os
+
+    from ansible_collections.hpclab.cluster.plugins.modules.host_state_info import path_state
+
+    root = tmp_path / "home"
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "hpclab").mkdir(parents=True)
+    (elsewhere / "secret").write_text("root's")
+    (tmp_path / "srv-hank").mkdir()
+
+    def dirs(name, *subs):
+        for sub in ("",) + subs:
+            (root / name / sub).mkdir(parents=True, exist_ok=True)
+
+    dirs("alice", ".config", ".config/hpclab")
+    (root / "alice/.config/hpclab/llm.env").write_text("OPENAI_API_KEY=k\n")
+    dirs("carol")
+    (root / "carol/.config").symlink_to(elsewhere)
+    dirs("erin", ".config", ".config/hpclab")
+    (root / "erin/.config/hpclab/llm.env").write_text("by hand\n")
+    dirs("frank", ".config", ".config/hpclab")
+    (root / "frank/.config/hpclab/llm.env").symlink_to(elsewhere / "secret")
+    dirs("gina")
+    (root / "gina/.config").write_text("")
+    (root / "hank").symlink_to(tmp_path / "srv-hank")
+    dirs("heidi", ".config")
+    (root / "heidi/.config/hpclab").symlink_to(elsewhere)
+    dirs("ivan", ".config", ".config/hpclab")
+    (root / "ivan/.config/hpclab/llm.env").write_text("")
+    dirs("judy", ".config", ".config/hpclab", ".config/hpclab/llm.env")
+
+    paths = [f"{root}/{name}{suffix}" for name in CAPTURED
+             for suffix in ("/", "/.config", "/.config/hpclab", "/.config/hpclab/llm.env")]
+    read = {path: path_state(path, checksum=path.endswith("llm.env")) for path in paths}
+    assert read[f"{root}/hank/"]["isdir"] and os.path.islink(root / "hank")
+    assert PLAN(read, users=CAPTURED, home_root=str(root)) == PLAN(
+        [line.replace("/gfsv/home", str(root)) for line in _captured_lines()], users=CAPTURED, home_root=str(root))
+    assert PLAN(read, users=CAPTURED, home_root=str(root)) == {
+        "write": ["alice", "erin", "hank", "ivan"], "missing": ["bob"],
+        "refused": ["carol", "frank", "gina", "heidi", "judy"],
+    }
+
+
+def _captured_lines():
+    from pathlib import Path
+
+    return (Path(__file__).resolve().parent / "fixtures" / "llm_gateway" / "stat-homes.txt").read_text().splitlines()

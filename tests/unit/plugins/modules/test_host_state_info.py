@@ -91,6 +91,7 @@ def test_paths_as_stat_reads_them(tmp_path, capsys):
     assert paths[str(tmp_path)]["isdir"] is True and "checksum" not in paths[str(tmp_path)]
     assert paths[str(tmp_path / "link")]["islnk"] is True
     assert paths[str(tmp_path / "none")] == {"exists": False}
+    assert m.path_state(str(key) + "/under-a-file") == {"exists": False}
     assert paths[str(key)]["pw_name"] == __import__("pwd").getpwuid(os.getuid()).pw_name
 
 
