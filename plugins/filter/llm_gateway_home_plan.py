@@ -14,7 +14,7 @@ description:
     root following it would hand that file to the user. So the role reads every path once (an lstat, which does
     not follow a final symbolic link; the home itself is read with a trailing C(/), which follows a home that the
     administrator made a link) and writes only where each path is absent or of the right type.
-  - Input is that read, either as M(hpclab.cluster.host_state_info) returns it (its C(paths): each path with
+  - Input is that read, either as M(hpclab.cluster.host_state_info) returns it (its C(paths), each path with
     C(exists), C(isdir), C(isreg), C(islnk); it does not follow a final link either), or as the output of
     C(stat --printf='%F\t%n\n'), one line C(TYPE<TAB>PATH) per path that exists (a missing path has no line).
   - "Returns C(write): the users whose home is a directory and whose C(.config) and C(.config/hpclab) are absent or

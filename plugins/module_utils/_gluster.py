@@ -89,10 +89,15 @@ BUSY_MESSAGES = ("Another transaction is in progress", "Locking failed on", "Una
 SETTLING = re.compile(r"Staging failed on \S+\. Error: Host \S+ not connected")
 
 
+def peers_settling(*texts: str) -> bool:
+    """True when a volume command failed staging on a peer that has not handshaken with another one yet."""
+    return any(SETTLING.search(text or "") for text in texts)
+
+
 def cli_busy(*texts: str) -> bool:
     """True when the gluster CLI's output says it lost a race for glusterd's lock, or staging met a peer that is not
     connected yet (retry later)."""
-    return any(needle in (text or "") for text in texts for needle in BUSY_MESSAGES) or any(SETTLING.search(text or "") for text in texts)
+    return any(needle in (text or "") for text in texts for needle in BUSY_MESSAGES) or peers_settling(*texts)
 
 
 # --------------------------------------------------------------------------------------------

@@ -22,7 +22,9 @@ description:
   - Brick hosts that are not yet in the pool are probed (C(gluster peer probe)), then the module waits
     up to O(peer_timeout) seconds until every brick host is connected and in state C(Peer in Cluster).
     A peer that stays down fails the task before any volume command runs; on a converged volume it
-    only adds a warning, so a degraded cluster does not block other work.
+    only adds a warning, so a degraded cluster does not block other work. A volume command that fails
+    staging on a peer not yet connected to another one (they handshake after the probe) is run again,
+    also up to O(peer_timeout) seconds.
   - New volumes are created, their O(options) set, and only then started, so options such as
     C(client.ssl) and C(server.ssl) are in place before the first client connects.
 author:
@@ -279,6 +281,7 @@ from ansible_collections.hpclab.cluster.plugins.module_utils._gluster import (
     parse_volume_status,
     parse_xml,
     peer_facts,
+    peers_settling,
     plan_volume,
     predicted_view,
     probe_argv,
@@ -344,10 +347,17 @@ class Gluster:
 
     def call(self, argv: list) -> tuple:
         """Return (stdout, failure message or None, GlusterCliError or None). A command that lost the race for
-        glusterd's lock to another one (cli_busy) is run again, up to BUSY_TRIES times, BUSY_DELAY s apart."""
-        for attempt in range(1, BUSY_TRIES + 1):
+        glusterd's lock to another one (cli_busy) is run again, up to BUSY_TRIES times, BUSY_DELAY s apart; one that
+        failed staging on a peer not yet connected to another (peers_settling, right after a probe) is run again for
+        as long as peer_timeout allows, as the wait for the peers themselves is."""
+        deadline = time.monotonic() + float(self.module.params.get("peer_timeout") or 0)
+        attempt = 0
+        while True:
+            attempt += 1
             rc, out, err = self.runner.run(argv)
-            if rc == 0 or attempt == BUSY_TRIES or not cli_busy(out, err):
+            if rc == 0 or not cli_busy(out, err):
+                break
+            if attempt >= BUSY_TRIES and not (peers_settling(out, err) and time.monotonic() < deadline):
                 break
             time.sleep(BUSY_DELAY)
         try:

@@ -658,6 +658,14 @@ def test_cli_busy_on_glusterds_lock_answers(fixture_text):
     assert not g.cli_busy(None, "")
 
 
+def test_peers_settling_is_the_staging_failure_after_a_probe_only():
+    """The opErrstr of `volume create` in the slurm_native scenario's CI run of 2026-12-03, 30 s after the probes."""
+    staging = "<opErrstr>Staging failed on slurmd1. Error: Host slurmd2 not connected</opErrstr>"
+    assert g.peers_settling(staging) and g.cli_busy(staging)
+    assert not g.peers_settling("<opErrstr>Locking failed on node2. Please check log file for details.</opErrstr>")
+    assert not g.peers_settling(None, "")
+
+
 def test_cli_busy_while_a_new_peer_is_not_yet_connected_to_the_others():
     # opErrstr of `volume create` right after the peer probes, on a loaded machine (glusterfs scenario, 2026-12-02).
     assert g.cli_busy("<opErrstr>Staging failed on gluster2. Error: Host gluster3 not connected</opErrstr>", "")
