@@ -66,6 +66,24 @@ options:
     type: list
     elements: path
     default: []
+  globs:
+    description:
+      - Shell patterns of absolute paths (C(/etc/systemd/system/llm-*.service)). For each, the regular files that match
+        it (links not followed, hidden files only where the pattern names them), what M(ansible.builtin.find) lists with
+        O(ansible.builtin.find#module:patterns) and O(ansible.builtin.find#module:file_type=file).
+    type: list
+    elements: str
+    default: []
+  directory_contents:
+    description:
+      - Absolute paths of directories of small files, such as the secrets a role generated once and keeps. For each,
+        the name of every entry in it (hidden ones too, not those of its subdirectories), as M(ansible.builtin.find)
+        lists them with O(ansible.builtin.find#module:file_type=any), and the content of each regular file, as
+        M(ansible.builtin.slurp) returns it, in one call however many files there are. A link is not followed.
+      - The result holds the files' contents. Give the task C(no_log) when they are secret.
+    type: list
+    elements: path
+    default: []
 """
 
 EXAMPLES = r"""
@@ -135,8 +153,22 @@ mounts:
   sample:
     /gfsv: {"mounted": true, "fstab": [{"src": "node1:/gv0", "fstype": "glusterfs", "dump": "0", "passno": "0",
                                        "opts": "defaults,_netdev,backup-volfile-servers=node2:node3"}]}
+globs:
+  description: Each of O(globs) with the paths of the regular files that match it, sorted.
+  returned: always
+  type: dict
+  sample: {"/etc/systemd/system/llm-*.service": ["/etc/systemd/system/llm-tinyllama.service"]}
+directory_contents:
+  description:
+    - Each of O(directory_contents) with its entries, each name with the base64-encoded content of a regular file,
+      or null for anything else (a directory, a link). A directory that does not exist has no entries.
+  returned: always
+  type: dict
+  sample: {"/etc/hpclab/llm-gateway/keys": {"alice": "c2VjcmV0Cg==", "webui": "b3RoZXIK"}}
 """
 
+import base64
+import glob
 import grp
 import hashlib
 import os
@@ -282,6 +314,34 @@ def mount_state(path: str, fstab: list) -> dict:
             "fstab": [{k: e[k] for k in FSTAB_FIELDS if k != "name"} for e in fstab if e["name"] == path]}
 
 
+def glob_files(pattern: str) -> list:
+    """The regular files matching PATTERN (glob), sorted; a link is not followed, whatever it points to."""
+    return sorted(p for p in glob.glob(pattern) if stat.S_ISREG(os.lstat(p).st_mode))
+
+
+def directory_contents(path: str) -> dict:
+    """Every entry of the directory PATH: {name: base64 content} for a regular file, {name: None} for anything else.
+    A missing PATH (or one that is no directory) has no entries. Links are not followed (O_NOFOLLOW)."""
+    try:
+        names = os.listdir(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    entries = {}
+    for name in sorted(names):
+        full = os.path.join(path, name)
+        try:
+            st = os.lstat(full)
+        except FileNotFoundError:
+            continue  # removed since the listing
+        if not stat.S_ISREG(st.st_mode):
+            entries[name] = None
+            continue
+        fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as f:
+            entries[name] = base64.b64encode(f.read()).decode("ascii")
+    return entries
+
+
 def _name(lookup, ident: int) -> str:
     try:
         return lookup(ident)[0]
@@ -299,12 +359,14 @@ def main():
             users=dict(type="list", elements="str", default=[]),
             groups=dict(type="list", elements="str", default=[]),
             mounts=dict(type="list", elements="path", default=[]),
+            globs=dict(type="list", elements="str", default=[]),
+            directory_contents=dict(type="list", elements="path", default=[]),
         ),
         supports_check_mode=True,
     )
     packages, services, paths = (module.params[k] for k in ("packages", "services", "paths"))
     result = {"changed": False, "packages": {}, "packages_missing": [], "services": {}, "paths": {}, "users": {}, "groups": {},
-              "mounts": {}}
+              "mounts": {}, "globs": {}, "directory_contents": {}}
 
     if packages:
         installed = {}
@@ -352,6 +414,18 @@ def main():
         except OSError as e:
             module.fail_json(msg=f"cannot read /etc/fstab: {e}", **result)
         result["mounts"] = {path: mount_state(path, fstab) for path in module.params["mounts"]}
+
+    for pattern in module.params["globs"]:
+        try:
+            result["globs"][pattern] = glob_files(pattern)
+        except OSError as e:
+            module.fail_json(msg=f"cannot read {pattern}: {e}", **result)
+
+    for path in module.params["directory_contents"]:
+        try:
+            result["directory_contents"][path] = directory_contents(path)
+        except OSError as e:
+            module.fail_json(msg=f"cannot read {path}: {e}", **result)
 
     module.exit_json(**result)
 

@@ -3,6 +3,7 @@ module's paths on a real temporary directory."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -175,3 +176,40 @@ def test_attribute_paths_are_read_without_their_checksum(tmp_path, capsys):
     }
     assert result["paths"][str(tmp_path / "none")] == {"exists": False}
     assert result["paths"][str(tmp_path)]["isdir"] is True
+
+
+def test_directory_contents_every_entry_in_one_call(tmp_path, capsys):
+    """What slurp returns for each kept key, and find (file_type any, hidden) lists: a file of a revoked user, a hidden
+    file, a subdirectory and a link (not followed: its target's content is not read) are all named."""
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    (keys / "alice").write_bytes(b"a" * 48 + b"\n")
+    (keys / "webui").write_bytes(b"")
+    (keys / ".hidden").write_bytes(b"x")
+    (keys / "sub").mkdir()
+    (keys / "sub" / "deeper").write_bytes(b"not listed")
+    (tmp_path / "secret").write_bytes(b"elsewhere")
+    (keys / "link").symlink_to(tmp_path / "secret")
+    result = run(capsys, directory_contents=[str(keys), str(tmp_path / "none"), str(keys / "alice")])
+    assert result["directory_contents"][str(keys)] == {
+        ".hidden": "eA==", "alice": base64.b64encode(b"a" * 48 + b"\n").decode(), "link": None,
+        "sub": None, "webui": "",
+    }
+    # A directory not there yet (check mode on a fresh host), or a path that is a file: no entries.
+    assert result["directory_contents"][str(tmp_path / "none")] == {}
+    assert result["directory_contents"][str(keys / "alice")] == {}
+    assert result["changed"] is False
+
+
+def test_globs_list_the_regular_files_as_find_does(tmp_path, capsys):
+    """find(patterns='llm-*.service', file_type=file): a link, a directory, a hidden file and another name are left out."""
+    (tmp_path / "llm-b.service").write_text("[Unit]\n")
+    (tmp_path / "llm-a.service").write_text("[Unit]\n")
+    (tmp_path / "llm-dir.service").mkdir()
+    (tmp_path / "llm-link.service").symlink_to(tmp_path / "llm-a.service")
+    (tmp_path / ".llm-hidden.service").write_text("")
+    (tmp_path / "munge.service").write_text("")
+    pattern = str(tmp_path / "llm-*.service")
+    result = run(capsys, globs=[pattern, str(tmp_path / "none" / "*")])
+    assert result["globs"] == {pattern: [str(tmp_path / "llm-a.service"), str(tmp_path / "llm-b.service")],
+                               str(tmp_path / "none" / "*"): []}
