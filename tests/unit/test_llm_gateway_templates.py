@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from ansible.template import trust_as_template
+from ansible_collections.hpclab.cluster.plugins.modules.host_state_info import directory_contents
 from role_render import RoleRender
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,9 +138,21 @@ def test_result_paths(role):
         "/gfsv/home/alice/", "/gfsv/home/alice/.config", "/gfsv/home/alice/.config/hpclab", "/gfsv/home/alice/.config/hpclab/llm.env"]
 
 
-def test_revoked_are_the_kept_keys_of_users_no_longer_listed(role):
-    kept = {"files": [{"path": "/etc/hpclab/llm-gateway/keys/alice"}, {"path": "/etc/hpclab/llm-gateway/keys/mallory"}]}
-    assert role.evaluate("__llm_gateway_revoked", extra={"__llm_gateway_kept_files": kept}) == ["mallory"]
+def kept_read(tmp_path, directory, names):
+    """What keys.yml's (or web.yml's) read registers for DIRECTORY holding a kept file per name: host_state_info's
+    directory_contents on a real directory with those files."""
+    (tmp_path / "kept").mkdir()
+    for name in names:
+        (tmp_path / "kept" / name).write_text("k" * 48 + "\n")
+    return {"directory_contents": {directory: directory_contents(str(tmp_path / "kept"))}}
+
+
+def test_revoked_are_the_kept_keys_of_users_no_longer_listed(role, tmp_path):
+    kept = kept_read(tmp_path, "/etc/hpclab/llm-gateway/keys", ["alice", "mallory"])
+    assert role.evaluate("__llm_gateway_revoked", extra={"__llm_gateway_keys_kept": kept}) == ["mallory"]
+    # No directory yet (check mode on a fresh host): nothing to revoke.
+    assert role.evaluate("__llm_gateway_revoked", extra={"__llm_gateway_keys_kept": {"directory_contents": {
+        "/etc/hpclab/llm-gateway/keys": {}}}}) == []
 
 
 def preflight_problems(role, host_vars):
@@ -162,22 +175,20 @@ def test_preflight_refuses_without_an_address(role):
     assert all("tooshortsecret" not in m for m in found)
 
 
-def test_revoked_keys_of_a_web_ui_that_is_gone(role):
+def test_revoked_keys_of_a_web_ui_that_is_gone(role, tmp_path):
     """The web UI's kept key goes with the web UI; it is never taken for a user's (whose llm.env homes.yml removes)."""
-    kept = {"files": [{"path": "/etc/hpclab/llm-gateway/keys/alice"}, {"path": "/etc/hpclab/llm-gateway/keys/webui"},
-                      {"path": "/etc/hpclab/llm-gateway/keys/mallory"}]}
-    extra = {"__llm_gateway_kept_files": kept}
-    assert role.evaluate("__llm_gateway_revoked_keys", extra=extra) == ["webui", "mallory"]
+    kept = kept_read(tmp_path, "/etc/hpclab/llm-gateway/keys", ["alice", "webui", "mallory"])
+    extra = {"__llm_gateway_keys_kept": kept}
+    assert role.evaluate("__llm_gateway_revoked_keys", extra=extra) == ["mallory", "webui"]
     assert role.evaluate("__llm_gateway_revoked", extra=extra) == ["mallory"]
     assert role.evaluate("__llm_gateway_revoked_keys", host_vars=WEB_VARS, extra=extra) == ["mallory"]
     assert role.evaluate("__llm_gateway_key_names", host_vars=WEB_VARS) == ["alice", "bob", "webui"]
     assert role.evaluate("__llm_gateway_key_names") == ["alice", "bob"]
 
 
-def test_revoked_web_passwords(role):
-    kept = {"files": [{"path": "/etc/hpclab/llm-gateway/web-passwords/alice"},
-                      {"path": "/etc/hpclab/llm-gateway/web-passwords/mallory"}]}
-    extra = {"__llm_gateway_web_kept_files": kept}
+def test_revoked_web_passwords(role, tmp_path):
+    kept = kept_read(tmp_path, "/etc/hpclab/llm-gateway/web-passwords", ["alice", "mallory"])
+    extra = {"__llm_gateway_web_kept": kept}
     assert role.evaluate("__llm_gateway_web_revoked", host_vars=WEB_VARS, extra=extra) == ["mallory"]
     # No web UI: nobody keeps a web password.
     assert role.evaluate("__llm_gateway_web_revoked", extra=extra) == ["alice", "mallory"]

@@ -15,6 +15,7 @@ import pytest
 
 from ansible_collections.hpclab.cluster.plugins.filter.llm_gpu_plan import FilterModule as PlanFilters
 from ansible_collections.hpclab.cluster.plugins.filter.llm_vllm_argv import FilterModule as ArgvFilters
+from ansible_collections.hpclab.cluster.plugins.modules.host_state_info import glob_files
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "llm"
 GPUS = [{"index": 0, "memory_total": "81559 MiB"}]
@@ -387,3 +388,18 @@ def test_defaults_match_argument_specs(role):
     assert set(options) == set(defaults)
     for name, spec in options.items():
         assert spec.get("default") == defaults[name], name
+
+
+def test_stale_units_are_the_read_units_no_served_model_has(role, tmp_path):
+    """configure.yml stops and removes what install.yml's read (host_state_info globs, here on a real directory)
+    found of llm-*.service that no served model has; a served model's unit stays, whatever the order."""
+    for unit in ["llm-zz-old.service", f"llm-{NAMES[-1]}.service", f"llm-{NAMES[0]}.service", "llm-aa-old.service"]:
+        (tmp_path / unit).write_text("[Unit]\n")
+    (tmp_path / "fastchat-web.service").write_text("[Unit]\n")
+    found = glob_files(str(tmp_path / "llm-*.service"))
+    read = {"globs": {"/etc/systemd/system/llm-*.service": found}}
+    assert role.evaluate("__llm_serving_stale_units", host_vars=HOST_VARS, extra={"__llm_serving_state": read}) == [
+        "llm-aa-old.service", "llm-zz-old.service"]
+    # Nothing found (a fresh host): nothing to stop.
+    read = {"globs": {"/etc/systemd/system/llm-*.service": []}}
+    assert role.evaluate("__llm_serving_stale_units", host_vars=HOST_VARS, extra={"__llm_serving_state": read}) == []
