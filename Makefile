@@ -24,6 +24,10 @@ $(VENV)/.installed: requirements-dev.txt
 	ln -sfn ../../../.. $@
 
 venv: $(VENV)/.installed .cache/collections/ansible_collections/hpclab/cluster ## Python environment with the pinned tools
+	@# Bytecode of the collection's plugins, as pip wrote it for the pinned packages: without it every Ansible
+	@# worker that uses one of our filters compiles all of plugins/filter again (PYTHONDONTWRITEBYTECODE=1
+	@# here keeps Python from caching it; a changed file is compiled again here, a stale one is never used).
+	@$(PY) -m compileall -q plugins > /dev/null
 
 setup: venv ## Docker engine, shared apt cache and the base node image
 	tests/lab/labctl setup

@@ -18,6 +18,8 @@ description:
     already done (M(ansible.builtin.apt) when every package is installed, M(ansible.builtin.systemd_service)
     when the unit is active and enabled). Those builtins still do every change; this module changes nothing.
   - O(mounts) reads C(/etc/fstab) and asks whether each path is a mount point (no extra process).
+  - O(hardware) is the one option that sets facts, those M(hpclab.cluster.node_hardware_facts) sets, by its code, so
+    that a Slurm node is read and sized in one call; every other answer is returned only.
   - Written for Debian (dpkg) hosts with systemd; on a host without C(dpkg-query) every package counts as
     missing, without C(systemctl) every unit as stopped, so that the builtins run and decide.
 author:
@@ -84,6 +86,13 @@ options:
     type: list
     elements: path
     default: []
+  hardware:
+    description:
+      - Also set the facts of M(hpclab.cluster.node_hardware_facts) (CPUs, memory, hostname, C(nvidia_smi),
+        C(slurm_cgroup)), read by the same code, so that a role that reads its node anyway sizes it in the same call
+        instead of a task of its own.
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -165,6 +174,11 @@ directory_contents:
   returned: always
   type: dict
   sample: {"/etc/hpclab/llm-gateway/keys": {"alice": "c2VjcmV0Cg==", "webui": "b3RoZXIK"}}
+ansible_facts:
+  description: With O(hardware), the facts that M(hpclab.cluster.node_hardware_facts) returns, with its keys and values.
+  returned: when O(hardware) is true
+  type: dict
+  sample: {"processor_vcpus": 4, "memtotal_mb": 7812, "hostname": "pi1", "nvidia_smi": "", "slurm_cgroup": {"version": "v2"}}
 """
 
 import base64
@@ -176,6 +190,8 @@ import pwd
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.hpclab.cluster.plugins.module_utils._hardware import node_facts
 
 # UnitFileState values of a unit that starts at boot or with something that does.
 ENABLED_STATES = ("enabled", "enabled-runtime", "static", "alias", "indirect", "generated")
@@ -361,6 +377,7 @@ def main():
             mounts=dict(type="list", elements="path", default=[]),
             globs=dict(type="list", elements="str", default=[]),
             directory_contents=dict(type="list", elements="path", default=[]),
+            hardware=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
@@ -426,6 +443,9 @@ def main():
             result["directory_contents"][path] = directory_contents(path)
         except OSError as e:
             module.fail_json(msg=f"cannot read {path}: {e}", **result)
+
+    if module.params["hardware"]:
+        result["ansible_facts"] = node_facts(module)
 
     module.exit_json(**result)
 

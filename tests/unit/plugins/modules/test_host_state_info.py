@@ -213,3 +213,25 @@ def test_globs_list_the_regular_files_as_find_does(tmp_path, capsys):
     result = run(capsys, globs=[pattern, str(tmp_path / "none" / "*")])
     assert result["globs"] == {pattern: [str(tmp_path / "llm-a.service"), str(tmp_path / "llm-b.service")],
                                str(tmp_path / "none" / "*"): []}
+
+
+# hardware: the facts node_hardware_facts sets, from the same read of this machine, in the same call as the rest.
+def test_hardware_sets_the_facts_node_hardware_facts_sets(capsys):
+    from ansible_collections.hpclab.cluster.plugins.modules import node_hardware_facts
+
+    result = run(capsys, paths=["/etc/hostname"], hardware=True)
+    with patch_module_args({}), pytest.raises(SystemExit):
+        node_hardware_facts.main()
+    alone = json.loads(capsys.readouterr().out)["ansible_facts"]
+    facts = result["ansible_facts"]
+    assert set(facts) == set(alone)
+    # Free memory and the like move between two reads; what sizes a Slurm node does not.
+    for key in ("processor_count", "processor_cores", "processor_threads_per_core", "processor_vcpus", "memtotal_mb",
+                "hostname", "nodename", "nvidia_smi", "slurm_cgroup"):
+        assert facts[key] == alone[key], key
+    assert result["paths"]["/etc/hostname"]["exists"] is True
+    assert result["changed"] is False
+
+
+def test_without_hardware_no_fact_is_set(capsys):
+    assert "ansible_facts" not in run(capsys, paths=["/etc/hostname"])

@@ -11,6 +11,7 @@ import pytest
 from ansible.module_utils.facts import ansible_collector, default_collectors
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.hpclab.cluster.plugins.module_utils import _hardware as h
 from ansible_collections.hpclab.cluster.plugins.modules import node_hardware_facts as m
 
 SLURM_KEYS = ("processor_count", "processor_cores", "processor_threads_per_core", "processor_vcpus", "memtotal_mb")
@@ -46,7 +47,7 @@ def test_the_hostname_is_the_platform_subsets(capsys):
 
 
 def test_a_fully_qualified_node_name_gives_the_short_hostname(capsys, monkeypatch):
-    monkeypatch.setattr(m.platform, "node", lambda: "pi1.lab.example.org")
+    monkeypatch.setattr(h.platform, "node", lambda: "pi1.lab.example.org")
     assert run(capsys)["ansible_facts"]["hostname"] == "pi1"
 
 
@@ -107,8 +108,8 @@ def proc(tmp_path, cgroups=PROC_CGROUPS, status=STATUS):
 def test_cgroup_v1_hybrid_of_the_lab_nodes(tmp_path, monkeypatch):
     root = v1_tree(tmp_path / "cgroup")
     (root / "cpu,cpuacct").symlink_to(root / "cpu")
-    monkeypatch.setattr(m, "_read_only", lambda path: False)
-    assert m.cgroup_facts(str(root), **proc(tmp_path)) == {
+    monkeypatch.setattr(h, "_read_only", lambda path: False)
+    assert h.cgroup_facts(str(root), **proc(tmp_path)) == {
         "version": "v1", "path": str(root), "read_only": [], "disabled": [], "cap_sys_nice": False,
         "controllers": ["blkio", "cpu", "cpuacct", "cpuset", "devices", "freezer", "memory", "net_cls", "net_prio", "pids"],
     }
@@ -116,15 +117,15 @@ def test_cgroup_v1_hybrid_of_the_lab_nodes(tmp_path, monkeypatch):
 
 def test_cgroup_v1_mounted_read_only_in_a_plain_container(tmp_path, monkeypatch):
     root = v1_tree(tmp_path / "cgroup", names=["cpuset", "memory"])
-    monkeypatch.setattr(m, "_read_only", lambda path: path.endswith("/memory"))
-    facts = m.cgroup_facts(str(root), **proc(tmp_path, status=STATUS_NICE))
+    monkeypatch.setattr(h, "_read_only", lambda path: path.endswith("/memory"))
+    facts = h.cgroup_facts(str(root), **proc(tmp_path, status=STATUS_NICE))
     assert (facts["controllers"], facts["read_only"], facts["cap_sys_nice"]) == (["cpuset", "memory"], ["memory"], True)
 
 
 def test_cgroup_v1_with_memory_disabled_by_the_kernel(tmp_path, monkeypatch):
     root = v1_tree(tmp_path / "cgroup", names=["cpuset", "devices", "freezer"])
-    monkeypatch.setattr(m, "_read_only", lambda path: False)
-    facts = m.cgroup_facts(str(root), **proc(tmp_path, cgroups=PROC_CGROUPS_PI))
+    monkeypatch.setattr(h, "_read_only", lambda path: False)
+    facts = h.cgroup_facts(str(root), **proc(tmp_path, cgroups=PROC_CGROUPS_PI))
     assert (facts["version"], facts["controllers"], facts["disabled"]) == ("v1", ["cpuset", "devices", "freezer"], ["memory"])
 
 
@@ -133,9 +134,9 @@ def test_cgroup_v2_unified(tmp_path, monkeypatch, read_only):
     root = tmp_path / "cgroup"
     hierarchy(root, 2)
     (root / "cgroup.controllers").write_text("cpuset cpu io memory hugetlb pids rdma misc\n")
-    monkeypatch.setattr(m, "_read_only", lambda path: read_only)
+    monkeypatch.setattr(h, "_read_only", lambda path: read_only)
     controllers = ["cpu", "cpuset", "hugetlb", "io", "memory", "misc", "pids", "rdma"]
-    assert m.cgroup_facts(str(root), **proc(tmp_path)) == {
+    assert h.cgroup_facts(str(root), **proc(tmp_path)) == {
         "version": "v2", "path": str(root), "controllers": controllers, "read_only": controllers if read_only else [],
         "disabled": [], "cap_sys_nice": False,
     }
@@ -144,8 +145,8 @@ def test_cgroup_v2_unified(tmp_path, monkeypatch, read_only):
 def test_hybrid_with_systemd_on_cgroup2_is_v2_at_unified(tmp_path, monkeypatch):
     root = v1_tree(tmp_path / "cgroup", systemd_version=2)
     hierarchy(root / "unified", 2)
-    monkeypatch.setattr(m, "_read_only", lambda path: False)
-    facts = m.cgroup_facts(str(root), **proc(tmp_path))
+    monkeypatch.setattr(h, "_read_only", lambda path: False)
+    facts = h.cgroup_facts(str(root), **proc(tmp_path))
     assert (facts["version"], facts["path"], facts["controllers"]) == ("v2", str(root / "unified"), [])
 
 
@@ -153,16 +154,16 @@ def test_hybrid_with_systemd_on_cgroup2_is_v2_at_unified(tmp_path, monkeypatch):
 def test_no_cgroup_hierarchy(tmp_path, make):
     root = tmp_path / "cgroup"
     make(root)
-    facts = m.cgroup_facts(str(root), proc_cgroups=str(tmp_path / "none"), proc_status=str(tmp_path / "none"))
+    facts = h.cgroup_facts(str(root), proc_cgroups=str(tmp_path / "none"), proc_status=str(tmp_path / "none"))
     assert facts == {"version": "none", "path": str(root), "controllers": [], "read_only": [], "disabled": [], "cap_sys_nice": False}
 
 
 def test_read_only_is_the_mount_flag(tmp_path):
-    assert m._read_only(str(tmp_path)) is False
-    assert m._read_only(str(tmp_path / "absent")) is True
+    assert h._read_only(str(tmp_path)) is False
+    assert h._read_only(str(tmp_path / "absent")) is True
 
 
 def test_the_module_returns_this_hosts_slurm_cgroup(capsys):
     facts = run(capsys)["ansible_facts"]["slurm_cgroup"]
-    assert facts == m.cgroup_facts()
+    assert facts == h.cgroup_facts()
     assert facts["version"] in ("v1", "v2", "none")
