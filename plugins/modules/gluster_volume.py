@@ -349,13 +349,14 @@ class Gluster:
         """Return (stdout, failure message or None, GlusterCliError or None). A command that lost the race for
         glusterd's lock to another one (cli_busy) is run again, up to BUSY_TRIES times, BUSY_DELAY s apart; one that
         failed staging on a peer not yet connected to another (peers_settling, right after a probe) is run again for
-        as long as peer_timeout allows, as the wait for the peers themselves is."""
+        as long as peer_timeout allows, as the wait for the peers themselves is. The answer decides, not the exit
+        status: in XML mode the CLI exits 0 on such a failure and reports it only in opRet and opErrstr."""
         deadline = time.monotonic() + float(self.module.params.get("peer_timeout") or 0)
         attempt = 0
         while True:
             attempt += 1
             rc, out, err = self.runner.run(argv)
-            if rc == 0 or not cli_busy(out, err):
+            if not cli_busy(out, err):
                 break
             if attempt >= BUSY_TRIES and not (peers_settling(out, err) and time.monotonic() < deadline):
                 break

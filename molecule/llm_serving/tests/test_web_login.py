@@ -219,8 +219,9 @@ def test_a_browser_logs_in_sends_a_prompt_and_shows_the_answer_through_the_gatew
             completed = driver.find_element(By.XPATH, "//button[contains(., 'Upvote')]").is_enabled()
         finally:
             driver.quit()
-    assert answers and completed, answers
-    assert answers[-1].strip() and "ERROR" not in answers[-1] and "error_code" not in answers[-1], answers
+        # Inside the block, so that a failure prints the web UI's journal.
+        assert answers and completed, answers
+        assert answers[-1].strip() and "ERROR" not in answers[-1] and "error_code" not in answers[-1], answers
     # The UI asked the model through the gateway, which logs its key's name (webui), never the key.
     new = host.check_output(f"cat {ACCESS_LOG}").splitlines()[log_lines:]
     assert any(re.search(r"user=webui .*model=tiny-[ab] ", line) and " status=200 " in line for line in new), new

@@ -148,6 +148,30 @@ def test_a_lock_never_free_fails_after_the_tries_naming_glusterds_answer(gluster
     assert [c[:2] for c in fake.calls].count(["volume", "start"]) == gluster_volume.BUSY_TRIES
 
 
+# `volume create` right after the peer probes, on a loaded machine: the opRet, opErrno and opErrstr that the
+# glusterfs scenario printed in CI (2026-12-04), in the CLI's XML envelope. The CLI exits 0: only the XML says it failed.
+SETTLING = "volume_create_host_not_connected.xml"
+
+
+def test_a_create_that_met_peers_still_handshaking_is_run_again_past_the_lock_tries(gluster, capsys):
+    tries = gluster_volume.BUSY_TRIES + 5
+    fake = gluster({**answers(["volume_info_missing.xml", "volume_info_replicate.xml"]), ("volume", "create"): [SETTLING] * tries + ["volume_create_rep3.xml"]})
+    result = run(capsys, name="rep3", bricks=REP3, replica=3)
+    assert result["changed"] is True and "failed" not in result, result
+    assert [c[:2] for c in fake.calls].count(["volume", "create"]) == tries + 1
+    assert fake.clock.sleeps == [gluster_volume.BUSY_DELAY] * tries
+
+
+def test_peers_that_never_settle_fail_after_peer_timeout_naming_glusterds_answer(gluster, capsys):
+    fake = gluster({**answers("volume_info_missing.xml"), ("volume", "create"): [SETTLING]})
+    result = run(capsys, name="rep3", bricks=REP3, replica=3, peer_timeout=60)
+    assert result["failed"] is True
+    assert "Staging failed on gluster2. Error: Host gluster3 not connected" in result["msg"], result["msg"]
+    # tried every BUSY_DELAY s for the 60 s, then once more; nothing else was run
+    assert fake.clock.sleeps == [gluster_volume.BUSY_DELAY] * int(60 / gluster_volume.BUSY_DELAY)
+    assert [c[:2] for c in fake.mutating()] == [["volume", "create"]] * (int(60 / gluster_volume.BUSY_DELAY) + 1)
+
+
 def test_force_appended_only_with_a_safety_flag(gluster, capsys):
     fake = gluster(answers(["volume_info_missing.xml", "volume_info_replicate.xml"]))
     run(capsys, name="rep3", bricks=REP3, replica=3, allow_bricks_on_root_filesystem=True)
