@@ -26,6 +26,13 @@ def test_munged_enabled(host):
     assert host.service("munge").is_enabled
 
 
+def test_munged_started_once_with_the_cluster_key(host):
+    """The package's own start is held back (install.yml, policy_rc_d): after converge and the idempotence run,
+    munged has started exactly once on each fresh node, with the cluster key, and never with the package's key."""
+    starts = host.check_output("grep -c 'Starting munge-' /var/log/munge/munged.log || true")
+    assert starts == "1", host.check_output("cat /var/log/munge/munged.log")
+
+
 def test_key_mode_0400(host):
     assert host.file(KEY).mode == 0o400
 
