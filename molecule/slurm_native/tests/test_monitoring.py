@@ -59,6 +59,21 @@ def test_nothing_listens_on_every_interface(node):
         assert not any(s.endswith(":9094") for s in sockets)
 
 
+@pytest.mark.parametrize("node", NODES)
+def test_never_started_with_the_packages_configuration(node):
+    """The packages are installed with policy_rc_d 101 (tasks/install.yml, exporter_install.yml): Debian's would start
+    each daemon at once on every interface without a login. Every start in the node's journal listened on the cluster
+    address: not one ran with its package's configuration."""
+    host = get_host(node)
+    units = ["prometheus-node-exporter"] + (["prometheus", "prometheus-alertmanager"] if node == SERVER else [])
+    for unit in units:
+        log = host.check_output(f"journalctl -u {unit} -o cat --no-pager")
+        lines = [line for line in log.splitlines() if 'msg="Listening on"' in line or "Start listening" in line]
+        assert lines, f"{unit} on {node} logged no address it listens on:\n{log[-2000:]}"
+        wild = [line for line in lines if "address=[::]:" in line or "address=0.0.0.0:" in line]
+        assert not wild, f"{unit} on {node} listened on every interface: {wild}"
+
+
 def test_every_endpoint_asks_for_the_password():
     """Prometheus, Alertmanager and every node_exporter answer 401 without the role's user and password, and with a
     wrong one; the web configuration and the kept password are readable by root and the prometheus group only."""
