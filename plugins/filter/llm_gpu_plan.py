@@ -89,9 +89,12 @@ options:
     type: int
     default: 8000
   cuda_context_gib:
-    description: CUDA context per process, outside the vLLM budget (0.3 to 0.6 GiB; measure once on the target driver).
+    description:
+      - CUDA context per process, outside the vLLM budget, with the kernels and libraries the process loads.
+      - 0.67 GiB measured on an NVIDIA H200 (driver 580, CUDA 13, PyTorch 2.11) by C(tests/gpu/gpu_check.py), which
+        measures it on the target host.
     type: float
-    default: 0.5
+    default: 0.7
   cuda_graph_gib:
     description: CUDA-graph memory inside the budget of each instance that does not set C(enforce_eager).
     type: float
@@ -173,9 +176,9 @@ EXAMPLES = r"""
         parameters: 70553706496
         config: {num_hidden_layers: 80, num_attention_heads: 64, num_key_value_heads: 8, hidden_size: 8192,
                  vocab_size: 128256, max_position_embeddings: 131072}
-# llm_plan.models[0] (abridged): {gpus: [0, 1], tensor_parallel_size: 2, gpu_memory_utilization: "0.966",
-#   weights_gib: 65.71 (per GPU), weights_total_gib: 131.42, kv_cache_gib: 8.57 (per GPU), kv_capacity_tokens: 56160, ...}
-# Without tensor_parallel_size => AnsibleFilterError "... 59.12 GiB short. To make it fit: ...; or tensor parallelism
+# llm_plan.models[0] (abridged): {gpus: [0, 1], tensor_parallel_size: 2, gpu_memory_utilization: "0.963",
+#   weights_gib: 65.71 (per GPU), weights_total_gib: 131.42, kv_cache_gib: 8.33 (per GPU), kv_capacity_tokens: 54592, ...}
+# Without tensor_parallel_size => AnsibleFilterError "... 59.28 GiB short. To make it fit: ...; or tensor parallelism
 #   over 2 GPUs (tensor_parallel_size: 2, on GPUs 0, 1: fits); or another or a larger GPU."
 # With quantization: awq (4-bit, group 128) its weights are 37.03 GiB and it fits on one GPU.
 
@@ -221,7 +224,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.hpclab.cluster.plugins.plugin_utils._gpu_plan import DEFAULT_NCCL_GIB, GpuPlanError, plan
 
 
-def llm_gpu_plan(gpus, models, base_port=8000, cuda_context_gib=0.5, cuda_graph_gib=0.5, margin_fraction=0.02,
+def llm_gpu_plan(gpus, models, base_port=8000, cuda_context_gib=0.7, cuda_graph_gib=0.5, margin_fraction=0.02,
                  utilization_decimals=3, block_size=16, nccl_gib=DEFAULT_NCCL_GIB):
     """Filter entry point: see DOCUMENTATION."""
     try:

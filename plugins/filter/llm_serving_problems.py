@@ -143,7 +143,7 @@ options:
   cuda_context_gib:
     description: C(llm_serving_cuda_context_gib).
     type: float
-    default: 0.5
+    default: 0.7
   nccl_gib:
     description: C(llm_serving_nccl_gib).
     type: float
@@ -494,7 +494,7 @@ def _requirement_problem(value):
 def llm_serving_problems(models, host, engine="vllm", bind_address="127.0.0.1", client_address="127.0.0.1", api_key="",
                          hf_token="", user="llm", group="llm", home="/opt/llm", model_dir="/var/lib/llm/models",
                          hf_home="/var/lib/llm/hf", directories=None, gpus=None, detected_gpus=None, nvidia_smi_error="",
-                         cuda_context_gib=0.5, nccl_gib=0.6, health_timeout=900, pip_find_links=None, pip_no_index=False,
+                         cuda_context_gib=0.7, nccl_gib=0.6, health_timeout=900, pip_find_links=None, pip_no_index=False,
                          pip_extra_args=None, packages=None, fastchat_enabled=True, fastchat_multi_enabled=True,
                          fastchat_port=7860, fastchat_multi_port=7861, fastchat_bind_address="127.0.0.1",
                          fastchat_anony_only=None, reserved_ports=None, host_paths=None, fastchat_bind_wildcard=False,

@@ -18,6 +18,13 @@ The memory model follows current vLLM (V1 engine, ~0.9 onward; see the project's
   ``vllm/v1/worker/utils.py``, PR #18974). Instances start one after another, so instance k sees
   ``total - sum(budget_j + context_j for j < k) - context_k``. The last one is the tightest:
   ``sum(budget) + n * context + other <= total``; the planner keeps ``other`` within a margin.
+* ``cuda_context_gib`` defaults to 0.7 GiB per process, from a measurement (``tests/gpu/gpu_check.py`` on an NVIDIA
+  H200, driver 580.159.04, CUDA 13.0, PyTorch 2.11, lazy module loading, 2026-12-04). A process held 610 MiB
+  outside PyTorch's allocator once CUDA was initialised (what vLLM's snapshot sees), 676 MiB once cuBLAS was
+  loaded and 684 MiB after an attention kernel; with ``CUDA_MODULE_LOADING=EAGER``, 1250 to 1756 MiB. A context
+  holds local memory for every thread its GPU can run at once, so GPUs with fewer SMs should pay less; none was
+  measured here. The same host's CUDA total was
+  616 MiB less than nvidia-smi's (143155 against 143771 MiB), which the margin covers.
 
 Tensor parallelism (model key ``tensor_parallel_size`` N, vLLM ``--tensor-parallel-size``):
 
@@ -86,7 +93,7 @@ MIB = 1 << 20
 # printed value is exactly the planned one (no float formatting surprises) because the planner works
 # in integer steps and only formats at the end.
 DEFAULT_UTILIZATION_DECIMALS = 3
-DEFAULT_CUDA_CONTEXT_GIB = 0.5  # 0.3-0.6 GiB per process; measure once on the target driver.
+DEFAULT_CUDA_CONTEXT_GIB = 0.7  # measured on an H200: see the module docstring; measure on the target driver.
 DEFAULT_CUDA_GRAPH_GIB = 0.5  # CUDA graphs live inside the budget (vLLM v0.21+); none with --enforce-eager.
 DEFAULT_MARGIN_FRACTION = 0.02  # driver/ECC reservations, nvidia-smi vs CUDA total, stray processes.
 DEFAULT_BLOCK_SIZE = 16  # vLLM's default KV block size in tokens on CUDA.

@@ -35,19 +35,19 @@ NAMES = [m["name"] for m in reference_models()]
 
 EXEC_START = {
     "llama-3-8b": f"{SERVER} --model meta-llama/Meta-Llama-3-8B-Instruct --served-model-name llama-3-8b --host 127.0.0.1"
-                  " --port 8000 --gpu-memory-utilization 0.228 --max-model-len 8192 --dtype bfloat16 --kv-cache-dtype auto"
+                  " --port 8000 --gpu-memory-utilization 0.227 --max-model-len 8192 --dtype bfloat16 --kv-cache-dtype auto"
                   " --api-key ${LLM_API_KEY}",
     "gemma-7b": f"{SERVER} --model google/gemma-1.1-7b-it --served-model-name gemma-7b --host 127.0.0.1"
-                " --port 8001 --gpu-memory-utilization 0.257 --max-model-len 8192 --dtype bfloat16 --kv-cache-dtype fp8"
+                " --port 8001 --gpu-memory-utilization 0.255 --max-model-len 8192 --dtype bfloat16 --kv-cache-dtype fp8"
                 " --api-key ${LLM_API_KEY}",
     "decilm-7b": f"{SERVER} --model Deci/DeciLM-7B-instruct --served-model-name decilm-7b --host 127.0.0.1"
-                 " --port 8002 --gpu-memory-utilization 0.198 --max-model-len 8192 --dtype bfloat16 --kv-cache-dtype auto"
+                 " --port 8002 --gpu-memory-utilization 0.197 --max-model-len 8192 --dtype bfloat16 --kv-cache-dtype auto"
                  " --trust-remote-code --api-key ${LLM_API_KEY}",
     "phi-3-mini": f"{SERVER} --model microsoft/Phi-3-mini-128k-instruct --served-model-name phi-3-mini --host 127.0.0.1"
-                  " --port 8003 --gpu-memory-utilization 0.199 --max-model-len 18000 --dtype bfloat16 --kv-cache-dtype auto"
+                  " --port 8003 --gpu-memory-utilization 0.192 --max-model-len 18000 --dtype bfloat16 --kv-cache-dtype auto"
                   " --enforce-eager --api-key ${LLM_API_KEY}",
     "stablelm-2": f"{SERVER} --model stabilityai/stablelm-2-1_6b-chat --served-model-name stablelm-2 --host 127.0.0.1"
-                  " --port 8004 --gpu-memory-utilization 0.066 --max-model-len 4096 --dtype float16 --kv-cache-dtype auto"
+                  " --port 8004 --gpu-memory-utilization 0.065 --max-model-len 4096 --dtype float16 --kv-cache-dtype auto"
                   " --api-key ${LLM_API_KEY}",
 }
 

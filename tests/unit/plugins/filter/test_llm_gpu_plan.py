@@ -12,7 +12,16 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.hpclab.cluster.plugins.filter.llm_gpu_plan import FilterModule
 
-llm_gpu_plan = FilterModule().filters()["llm_gpu_plan"]
+_llm_gpu_plan = FilterModule().filters()["llm_gpu_plan"]
+
+# The plans recorded in this file were made with 0.5 GiB CUDA contexts, the default until it was measured on an H200
+# (2026-12-04, 0.7 GiB since; test__gpu_plan.py covers the default). They pin the arithmetic, so they keep that input.
+RECORDED_CONTEXT_GIB = 0.5
+
+
+def llm_gpu_plan(gpus, models, *args, **options):
+    return _llm_gpu_plan(gpus, models, *args, **{"cuda_context_gib": RECORDED_CONTEXT_GIB, **options})
+
 
 REFERENCE = json.loads((Path(__file__).parents[2] / "fixtures" / "llm" / "reference_models.json").read_text())
 
