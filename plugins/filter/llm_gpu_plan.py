@@ -139,14 +139,14 @@ EXAMPLES = r"""
       - {name: phi-3-mini, model: microsoft/Phi-3-mini-128k-instruct, dtype: bfloat16, max_model_len: 18000}
       - {name: stablelm-2, model: stabilityai/stablelm-2-1_6b-chat, dtype: float16, max_model_len: 4096}
 # llm_plan.models (abridged):
-#   [{name: llama-3-8b, gpu: 0, port: 8000, gpu_memory_utilization: "0.227", kv_cache_gib: 1.12,  kv_capacity_tokens: 9184, ...},
-#    {name: gemma-7b,   gpu: 0, port: 8001, gpu_memory_utilization: "0.256", kv_cache_gib: 1.98,  kv_capacity_tokens: 9280, ...},
-#    {name: decilm-7b,  gpu: 0, port: 8002, gpu_memory_utilization: "0.198", kv_cache_gib: 0.66,  kv_capacity_tokens: 10752, ...},
-#    {name: phi-3-mini, gpu: 0, port: 8003, gpu_memory_utilization: "0.201", kv_cache_gib: 7.19,  kv_capacity_tokens: 19632, ...},
-#    {name: stablelm-2, gpu: 0, port: 8004, gpu_memory_utilization: "0.066", kv_cache_gib: 0.9,   kv_capacity_tokens: 4912, ...}]
+#   [{name: llama-3-8b, gpu: 0, port: 8000, gpu_memory_utilization: "0.226", kv_cache_gib: 1.04,  kv_capacity_tokens: 8544, ...},
+#    {name: gemma-7b,   gpu: 0, port: 8001, gpu_memory_utilization: "0.254", kv_cache_gib: 1.82,  kv_capacity_tokens: 8528, ...},
+#    {name: decilm-7b,  gpu: 0, port: 8002, gpu_memory_utilization: "0.197", kv_cache_gib: 0.58,  kv_capacity_tokens: 9456, ...},
+#    {name: phi-3-mini, gpu: 0, port: 8003, gpu_memory_utilization: "0.194", kv_cache_gib: 6.64,  kv_capacity_tokens: 18112, ...},
+#    {name: stablelm-2, gpu: 0, port: 8004, gpu_memory_utilization: "0.065", kv_cache_gib: 0.82,  kv_capacity_tokens: 4480, ...}]
 # llm_plan.gpus[0] (abridged):
-#   {index: 0, total_gib: 79.65, weights_gib: 54.15, kv_cache_gib: 11.86, overhead_gib: 9.5, cuda_context_gib: 2.5,
-#    margin_gib: 1.59, unused_gib: 0.05, utilization_sum: "0.948", models: [llama-3-8b, gemma-7b, decilm-7b, phi-3-mini, stablelm-2]}
+#   {index: 0, total_gib: 79.65, weights_gib: 54.15, kv_cache_gib: 10.9, overhead_gib: 9.5, cuda_context_gib: 3.5,
+#    margin_gib: 1.59, unused_gib: 0.0, utilization_sum: "0.936", models: [llama-3-8b, gemma-7b, decilm-7b, phi-3-mini, stablelm-2]}
 
 - name: A model with no built-in entry, geometry from its config.json
   ansible.builtin.set_fact:
