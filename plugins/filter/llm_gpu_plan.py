@@ -221,10 +221,11 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpclab.cluster.plugins.plugin_utils._gpu_plan import DEFAULT_NCCL_GIB, GpuPlanError, plan
+from ansible_collections.hpclab.cluster.plugins.plugin_utils._gpu_plan import (
+    DEFAULT_CUDA_CONTEXT_GIB, DEFAULT_NCCL_GIB, GpuPlanError, plan)
 
 
-def llm_gpu_plan(gpus, models, base_port=8000, cuda_context_gib=0.7, cuda_graph_gib=0.5, margin_fraction=0.02,
+def llm_gpu_plan(gpus, models, base_port=8000, cuda_context_gib=DEFAULT_CUDA_CONTEXT_GIB, cuda_graph_gib=0.5, margin_fraction=0.02,
                  utilization_decimals=3, block_size=16, nccl_gib=DEFAULT_NCCL_GIB):
     """Filter entry point: see DOCUMENTATION."""
     try:

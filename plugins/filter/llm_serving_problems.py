@@ -263,7 +263,7 @@ from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import (
     PATH_CHARS, USER_NAME, USER_NAME_MAX, WEB_PASSWORD_MAX, WEB_PASSWORD_MIN, is_within, not_canonical, port_problem,
     seconds_problem, to_int, web_password_reason)
 from ansible_collections.hpclab.cluster.plugins.plugin_utils._gpu_plan import (
-    DTYPE_BYTES, KV_CACHE_DTYPE_BYTES, QUANTIZATION_BITS, SIXTEEN_BIT, GpuPlanError, kv_heads_per_rank, known_kv_heads,
+    DEFAULT_CUDA_CONTEXT_GIB, DTYPE_BYTES, KV_CACHE_DTYPE_BYTES, QUANTIZATION_BITS, SIXTEEN_BIT, GpuPlanError, kv_heads_per_rank, known_kv_heads,
     normalize_gpus, normalize_model, plan, valid_sizes)
 
 
@@ -494,7 +494,7 @@ def _requirement_problem(value):
 def llm_serving_problems(models, host, engine="vllm", bind_address="127.0.0.1", client_address="127.0.0.1", api_key="",
                          hf_token="", user="llm", group="llm", home="/opt/llm", model_dir="/var/lib/llm/models",
                          hf_home="/var/lib/llm/hf", directories=None, gpus=None, detected_gpus=None, nvidia_smi_error="",
-                         cuda_context_gib=0.7, nccl_gib=0.6, health_timeout=900, pip_find_links=None, pip_no_index=False,
+                         cuda_context_gib=DEFAULT_CUDA_CONTEXT_GIB, nccl_gib=0.6, health_timeout=900, pip_find_links=None, pip_no_index=False,
                          pip_extra_args=None, packages=None, fastchat_enabled=True, fastchat_multi_enabled=True,
                          fastchat_port=7860, fastchat_multi_port=7861, fastchat_bind_address="127.0.0.1",
                          fastchat_anony_only=None, reserved_ports=None, host_paths=None, fastchat_bind_wildcard=False,

@@ -23,8 +23,8 @@ The memory model follows current vLLM (V1 engine, ~0.9 onward; see the project's
   outside PyTorch's allocator once CUDA was initialised (what vLLM's snapshot sees), 676 MiB once cuBLAS was
   loaded and 684 MiB after an attention kernel; with ``CUDA_MODULE_LOADING=EAGER``, 1250 to 1756 MiB. A context
   holds local memory for every thread its GPU can run at once, so GPUs with fewer SMs should pay less; none was
-  measured here. The same host's CUDA total was
-  616 MiB less than nvidia-smi's (143155 against 143771 MiB), which the margin covers.
+  measured here. The same host's CUDA total was 616 MiB less than nvidia-smi's (143155 against 143771 MiB), which
+  the margin covers.
 
 Tensor parallelism (model key ``tensor_parallel_size`` N, vLLM ``--tensor-parallel-size``):
 

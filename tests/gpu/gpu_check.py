@@ -39,6 +39,7 @@ sys.path.insert(0, os.path.join(ROOT, ".cache", "collections"))
 
 MIB = 1024 * 1024
 SKIP = 77
+COMPUTE_APPS = ["nvidia-smi", "--query-compute-apps=pid,gpu_uuid,used_memory", "--format=csv,noheader,nounits"]
 
 
 def parse_gpus(lines):
@@ -125,8 +126,7 @@ def measure_context(python, planned_gib, hold_mib=1024):
         fields = probe.stdout.readline().split()
         if len(fields) != 3:
             return False, f"the PyTorch probe printed {fields!r} (rc {probe.poll()})"
-        lines = run(["nvidia-smi", "--query-compute-apps=pid,gpu_uuid,used_memory",
-                     "--format=csv,noheader,nounits"]).stdout.splitlines()
+        lines = run(COMPUTE_APPS).stdout.splitlines()
         print(*lines, sep="\n")
         used = [app["used_mib"] for app in parse_compute_apps(lines) if app["pid"] == probe.pid]
         if not used:
@@ -166,7 +166,6 @@ def main():
     print("GPUs:", json.dumps(gpus))
     failures = []
 
-    from ansible_collections.hpclab.cluster.plugins.filter.slurm_gpus_for_jobs import slurm_gpus_for_jobs
     from ansible_collections.hpclab.cluster.plugins.plugin_utils._gpu_plan import DEFAULT_CUDA_CONTEXT_GIB, plan
 
     context_gib = DEFAULT_CUDA_CONTEXT_GIB if args.cuda_context_gib is None else args.cuda_context_gib
@@ -183,8 +182,7 @@ def main():
         print("No --model: vLLM was not deployed; steps 2 (deploy), 3 (memory per process) and 4 (chat) did not run.")
         model = {"name": "stablelm", "model": "stabilityai/stablelm-2-1_6b-chat", "dtype": "float16", "gpu": 0,
                  "max_model_len": 4096}
-        return offer_to_slurm(slurm_gpus_for_jobs, plan(gpus, [model], cuda_context_gib=context_gib), gpus,
-                              model["name"], failures)
+        return offer_to_slurm(plan(gpus, [model], cuda_context_gib=context_gib), gpus, model["name"], failures)
 
     with open(os.path.join(args.model, "config.json"), encoding="utf-8") as handle:
         config = json.load(handle)
@@ -212,8 +210,7 @@ def main():
 
     planned = plan(gpus, [model], cuda_context_gib=context_gib)
     entry = planned["models"][0]
-    apps = parse_compute_apps(run(["nvidia-smi", "--query-compute-apps=pid,gpu_uuid,used_memory",
-                                   "--format=csv,noheader,nounits"]).stdout.splitlines())
+    apps = parse_compute_apps(run(COMPUTE_APPS).stdout.splitlines())
     used = sum(app["used_mib"] for app in apps if unit_of(app["pid"]) == f"llm-{args.name}.service")
     ok, sentence = memory_verdict(used, entry, cuda_context_gib=context_gib)
     print("3.", sentence)
@@ -231,11 +228,13 @@ def main():
     if not answer.strip():
         failures.append("empty chat completion")
 
-    return offer_to_slurm(slurm_gpus_for_jobs, planned, gpus, args.name, failures)
+    return offer_to_slurm(planned, gpus, args.name, failures)
 
 
-def offer_to_slurm(slurm_gpus_for_jobs, planned, gpus, name, failures):
+def offer_to_slurm(planned, gpus, name, failures):
     """Step 5: what Slurm would be offered on this host beside the plan; then the verdict of every step."""
+    from ansible_collections.hpclab.cluster.plugins.filter.slurm_gpus_for_jobs import slurm_gpus_for_jobs
+
     slurm = slurm_gpus_for_jobs({}, serving={"gpus": planned["gpus"]}, detected=[
         f"{g['index']}, {g['name']}" for g in gpus], host="localhost")
     print(f"5. Slurm would be offered {slurm['gpus'] or 'no GPU'}; kept for serving: {slurm['withheld']}")
