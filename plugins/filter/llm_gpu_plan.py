@@ -221,17 +221,20 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpclab.cluster.plugins.plugin_utils._gpu_plan import (
-    DEFAULT_CUDA_CONTEXT_GIB, DEFAULT_NCCL_GIB, GpuPlanError, plan)
 
+def llm_gpu_plan(gpus, models, base_port=8000, cuda_context_gib=None, cuda_graph_gib=0.5, margin_fraction=0.02,
+                 utilization_decimals=3, block_size=16, nccl_gib=None):
+    """Filter entry point: see DOCUMENTATION. cuda_context_gib and nccl_gib default to the planner's defaults."""
+    # Imported here, not at the top: Ansible imports every file of plugins/filter in each worker process that looks up
+    # any filter of this collection, and _gpu_plan is the largest module they would import (about 15 ms a worker).
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._gpu_plan import (
+        DEFAULT_CUDA_CONTEXT_GIB, DEFAULT_NCCL_GIB, GpuPlanError, plan)
 
-def llm_gpu_plan(gpus, models, base_port=8000, cuda_context_gib=DEFAULT_CUDA_CONTEXT_GIB, cuda_graph_gib=0.5, margin_fraction=0.02,
-                 utilization_decimals=3, block_size=16, nccl_gib=DEFAULT_NCCL_GIB):
-    """Filter entry point: see DOCUMENTATION."""
     try:
-        return plan(gpus, models, base_port=base_port, cuda_context_gib=cuda_context_gib, cuda_graph_gib=cuda_graph_gib,
-                    margin_fraction=margin_fraction, utilization_decimals=utilization_decimals, block_size=block_size,
-                    nccl_gib=nccl_gib)
+        return plan(gpus, models, base_port=base_port,
+                    cuda_context_gib=DEFAULT_CUDA_CONTEXT_GIB if cuda_context_gib is None else cuda_context_gib,
+                    cuda_graph_gib=cuda_graph_gib, margin_fraction=margin_fraction, utilization_decimals=utilization_decimals,
+                    block_size=block_size, nccl_gib=DEFAULT_NCCL_GIB if nccl_gib is None else nccl_gib)
     except GpuPlanError as exc:
         raise AnsibleFilterError(f"llm_gpu_plan: {exc}") from None
 

@@ -262,9 +262,10 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import (
     PATH_CHARS, USER_NAME, USER_NAME_MAX, WEB_PASSWORD_MAX, WEB_PASSWORD_MIN, is_within, not_canonical, port_problem,
     seconds_problem, to_int, web_password_reason)
-from ansible_collections.hpclab.cluster.plugins.plugin_utils._gpu_plan import (
-    DEFAULT_CUDA_CONTEXT_GIB, DTYPE_BYTES, KV_CACHE_DTYPE_BYTES, QUANTIZATION_BITS, SIXTEEN_BIT, GpuPlanError, kv_heads_per_rank, known_kv_heads,
-    normalize_gpus, normalize_model, plan, valid_sizes)
+
+# The GPU planner (plugin_utils/_gpu_plan) is imported in the functions that use it, not here: Ansible imports every
+# file of plugins/filter in each worker process that looks up any filter of this collection, and _gpu_plan is the
+# largest module they would import (about 15 ms a worker). Only the workers that run this filter need it.
 
 
 ENGINES = ("vllm", "llama_cpp")
@@ -494,14 +495,18 @@ def _requirement_problem(value):
 def llm_serving_problems(models, host, engine="vllm", bind_address="127.0.0.1", client_address="127.0.0.1", api_key="",
                          hf_token="", user="llm", group="llm", home="/opt/llm", model_dir="/var/lib/llm/models",
                          hf_home="/var/lib/llm/hf", directories=None, gpus=None, detected_gpus=None, nvidia_smi_error="",
-                         cuda_context_gib=DEFAULT_CUDA_CONTEXT_GIB, nccl_gib=0.6, health_timeout=900, pip_find_links=None, pip_no_index=False,
+                         cuda_context_gib=None, nccl_gib=0.6, health_timeout=900, pip_find_links=None, pip_no_index=False,
                          pip_extra_args=None, packages=None, fastchat_enabled=True, fastchat_multi_enabled=True,
                          fastchat_port=7860, fastchat_multi_port=7861, fastchat_bind_address="127.0.0.1",
                          fastchat_anony_only=None, reserved_ports=None, host_paths=None, fastchat_bind_wildcard=False,
                          host_addresses=None, fastchat_logins=None, fastchat_api_base="", fastchat_api_key=""):
-    """Filter entry point: see DOCUMENTATION."""
+    """Filter entry point: see DOCUMENTATION. cuda_context_gib defaults to the planner's default."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._gpu_plan import DEFAULT_CUDA_CONTEXT_GIB, GpuPlanError, normalize_gpus, normalize_model
+
     if isinstance(models, (str, bytes, Mapping)) or not hasattr(models, "__iter__"):
         raise AnsibleFilterError(f"llm_serving_problems: input must be the list llm_serving_models, got {models!r}")
+    if cuda_context_gib is None:
+        cuda_context_gib = DEFAULT_CUDA_CONTEXT_GIB
     models = list(models)
     reserved = _port_ranges(reserved_ports)
     problems = []
@@ -768,6 +773,8 @@ def llm_serving_problems(models, host, engine="vllm", bind_address="127.0.0.1", 
 
 def _vllm_problems(model, where, max_pos, problem):
     """Rules 10-16 for one vLLM model."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._gpu_plan import DTYPE_BYTES, KV_CACHE_DTYPE_BYTES
+
     path = model.get("model")
     if not isinstance(path, str) or not path:
         problem(f"{where}: no model (a Hugging Face id or a local path). Fix: set model, e.g. "
@@ -843,6 +850,8 @@ def _llamacpp_problems(model, where, max_pos, problem):
 
 def _parallel_problems(model, where, problem):
     """Rules 39 and 41 for one vLLM model: tensor_parallel_size and gpus; quantization, bits and group_size."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._gpu_plan import DTYPE_BYTES, QUANTIZATION_BITS, SIXTEEN_BIT
+
     size = _whole(model.get("tensor_parallel_size", 1))
     if size is None or size < 1:
         problem(f"{where}: tensor_parallel_size {model.get('tensor_parallel_size')!r} is not a positive integer. Fix: give "
@@ -897,6 +906,8 @@ def _parallel_problems(model, where, problem):
 
 def _split_problem(model, where, problem):
     """Rule 40: tensor_parallel_size splits the model's KV heads as vLLM requires (when the planner knows them)."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._gpu_plan import known_kv_heads, kv_heads_per_rank, valid_sizes
+
     size = _whole(model.get("tensor_parallel_size", 1))
     kv_heads = known_kv_heads(model)
     if size is None or kv_heads is None or kv_heads_per_rank(kv_heads, size) is not None:
@@ -908,6 +919,8 @@ def _split_problem(model, where, problem):
 
 def _host_gpu_problems(vllm_models, gpus, listed, problem):
     """Rules 42 and 43: each model's tensor_parallel_size and pins against the host's GPUs. True when none."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._gpu_plan import GpuPlanError, normalize_gpus
+
     try:
         indexes = [gpu["index"] for gpu in normalize_gpus(gpus)]
     except GpuPlanError:
@@ -936,6 +949,8 @@ def _host_gpu_problems(vllm_models, gpus, listed, problem):
 
 def _plan_problems(gpus, vllm_models, context, nccl, problem):
     """Rule 23: the plan of hpclab.cluster.llm_gpu_plan fits, and so do explicit utilizations."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._gpu_plan import GpuPlanError, plan
+
     try:
         planned = plan(gpus, vllm_models, cuda_context_gib=context, nccl_gib=nccl)
     except GpuPlanError as exc:

@@ -79,13 +79,16 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpclab.cluster.plugins.plugin_utils._gpu_plan import DEFAULT_EXECUTABLE, GpuPlanError, vllm_argv
 
+def llm_vllm_argv(planned_model, executable=None, host="127.0.0.1", api_key_env=None):
+    """Filter entry point: see DOCUMENTATION. executable defaults to the planner's (python3 -m vllm.entrypoints.openai.api_server)."""
+    # Imported here, not at the top: Ansible imports every file of plugins/filter in each worker process that looks up
+    # any filter of this collection, and _gpu_plan is the largest module they would import (about 15 ms a worker).
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._gpu_plan import DEFAULT_EXECUTABLE, GpuPlanError, vllm_argv
 
-def llm_vllm_argv(planned_model, executable=DEFAULT_EXECUTABLE, host="127.0.0.1", api_key_env=None):
-    """Filter entry point: see DOCUMENTATION."""
     try:
-        return vllm_argv(planned_model, executable=executable, host=host, api_key_env=api_key_env)
+        return vllm_argv(planned_model, executable=DEFAULT_EXECUTABLE if executable is None else executable, host=host,
+                         api_key_env=api_key_env)
     except GpuPlanError as exc:
         raise AnsibleFilterError(f"llm_vllm_argv: {exc}") from None
 

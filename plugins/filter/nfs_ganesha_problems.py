@@ -104,7 +104,6 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpclab.cluster.plugins.module_utils._gluster import GlusterError, validate_volume_name
 from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import PATH_CHARS, not_canonical, to_int
 
 # Paths are written into ganesha.conf (RecoveryRoot unquoted): PATH_CHARS, no blanks, quotes, ';', braces or '#'.
@@ -160,6 +159,10 @@ def nfs_ganesha_problems(exports, host, group_hosts=None, group="nfs_ganesha", c
                          grace_period=90, recovery_root="/var/lib/nfs/ganesha", volume_wait_timeout=120,
                          start_timeout=60, volume_options=None):
     """Filter entry point: see DOCUMENTATION."""
+    # Imported here, not at the top: Ansible imports every file of plugins/filter in each worker process that looks up
+    # any filter of this collection, and _gluster is among the largest modules they would import (about 14 ms a worker).
+    from ansible_collections.hpclab.cluster.plugins.module_utils._gluster import GlusterError, validate_volume_name
+
     if isinstance(exports, (str, bytes, Mapping)) or not hasattr(exports, "__iter__"):
         raise AnsibleFilterError(f"nfs_ganesha_problems: input must be the list nfs_ganesha_exports, got {exports!r}")
     exports = list(exports)

@@ -185,9 +185,6 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpclab.cluster.plugins.filter.slurm_cgroup_plan import cgroup_switch, node_cgroup_reasons
-from ansible_collections.hpclab.cluster.plugins.filter.slurm_node_lines import _fraction
-from ansible_collections.hpclab.cluster.plugins.filter.slurm_partition_lines import _max_time
 from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import (
     container_problems,
     gpus_shape_ok,
@@ -588,6 +585,10 @@ def _time_seconds(text):
 
 def _max_time_rule(controller, value):
     """Rule 13."""
+    # The other filters' rules are imported where used: Ansible already loads every file of plugins/filter in each
+    # worker that looks up one of this collection's filters, and an import at the top would compile three of them again from source.
+    from ansible_collections.hpclab.cluster.plugins.filter.slurm_partition_lines import _max_time
+
     try:
         text = _max_time(value)
     except AnsibleFilterError as exc:
@@ -610,6 +611,8 @@ def _max_time_rule(controller, value):
 
 def _memory_fraction(controller, value):
     """Rule 14."""
+    from ansible_collections.hpclab.cluster.plugins.filter.slurm_node_lines import _fraction
+
     try:
         _fraction(value)
     except AnsibleFilterError:
@@ -875,6 +878,8 @@ def _controller_is_worker(controller, workers, worker_group, mode):
 
 def _cgroup(nodes, controller, workers, mode, value):
     """Rule 34."""
+    from ansible_collections.hpclab.cluster.plugins.filter.slurm_cgroup_plan import cgroup_switch, node_cgroup_reasons
+
     switch = cgroup_switch(value)
     if switch is None:
         return [f"{controller}: slurm_master_cgroup is {value!r}. Fix: set auto (cgroup enforcement where every "
