@@ -13,7 +13,7 @@ import json
 import subprocess
 import sys
 
-from conftest import _collections_root
+from ansible.utils.collection_loader import AnsibleCollectionConfig
 
 LOOKUP = r"""
 import json, sys
@@ -31,8 +31,13 @@ DEFERRED = (
 )
 
 
+def collections_root():
+    """The collections path the unit tests' conftest.py installed (this checkout as hpclab.cluster)."""
+    return AnsibleCollectionConfig.collection_paths[0]
+
+
 def lookup(name):
-    proc = subprocess.run([sys.executable, "-c", LOOKUP, _collections_root(), name],
+    proc = subprocess.run([sys.executable, "-c", LOOKUP, collections_root(), name],
                           capture_output=True, text=True, timeout=120, check=True)
     return json.loads(proc.stdout.splitlines()[-1])
 
@@ -51,13 +56,14 @@ def test_the_filters_that_need_the_deferred_modules_still_work_from_a_fresh_work
     code = LOOKUP.replace(
         'found = filter_loader.get_with_context(sys.argv[2]).object',
         'found = filter_loader.get_with_context(sys.argv[2]).object\n'
-        'plan = found.j2_function([{"index": 0, "memory_total": 81559}], [{"name": "m", "model": "meta-llama/Meta-Llama-3-8B-Instruct", "max_model_len": 8192}])\n'
+        'plan = found.j2_function([{"index": 0, "memory_total": 81559}],\n'
+        '                         [{"name": "m", "model": "meta-llama/Meta-Llama-3-8B-Instruct", "max_model_len": 8192}])\n'
         'assert plan["models"][0]["port"] == 8000, plan\n'
         'layout = filter_loader.get_with_context("hpclab.cluster.gluster_volume_layout").object.j2_function(\n'
         '    {"name": "gv0", "replica": 2, "brick_dirs": ["/b"]}, ["n1", "n2"], ["n1", "n2"])\n'
         'assert layout["bricks"] == ["n1:/b", "n2:/b"], layout',
     )
-    proc = subprocess.run([sys.executable, "-c", code, _collections_root(), "hpclab.cluster.llm_gpu_plan"],
+    proc = subprocess.run([sys.executable, "-c", code, collections_root(), "hpclab.cluster.llm_gpu_plan"],
                           capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     loaded = set(json.loads(proc.stdout.splitlines()[-1])["loaded"])
