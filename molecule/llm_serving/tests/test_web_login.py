@@ -198,7 +198,10 @@ def test_a_browser_logs_in_sends_a_prompt_and_shows_the_answer_through_the_gatew
     env = user_env("alice")
     log_lines = len(host.check_output(f"cat {ACCESS_LOG}").splitlines())
     os.environ.setdefault("SE_OFFLINE", "true")
-    with tempfile.TemporaryDirectory(prefix="hpclab-chromium-") as profile, journal_on_failure(host, "fastchat-web"):
+    # On a failure: the web UI's journal and both model servers' (an empty answer in CI on 2026-12-04 left no trace in
+    # the first), and the gateway's new log lines in the assertion's message.
+    with tempfile.TemporaryDirectory(prefix="hpclab-chromium-") as profile, journal_on_failure(host, "fastchat-web"), \
+            journal_on_failure(host, "llm-tiny-a"), journal_on_failure(host, "llm-tiny-b"):
         driver = browser(profile, address())
         try:
             driver.get(env["HPCLAB_LLM_WEB_URL"])
@@ -219,9 +222,9 @@ def test_a_browser_logs_in_sends_a_prompt_and_shows_the_answer_through_the_gatew
             completed = driver.find_element(By.XPATH, "//button[contains(., 'Upvote')]").is_enabled()
         finally:
             driver.quit()
-        # Inside the block, so that a failure prints the web UI's journal.
-        assert answers and completed, answers
-        assert answers[-1].strip() and "ERROR" not in answers[-1] and "error_code" not in answers[-1], answers
+        new = host.check_output(f"cat {ACCESS_LOG}").splitlines()[log_lines:]
+        # Inside the block, so that a failure prints the journals.
+        assert answers and completed, (answers, new)
+        assert answers[-1].strip() and "ERROR" not in answers[-1] and "error_code" not in answers[-1], (answers, new)
     # The UI asked the model through the gateway, which logs its key's name (webui), never the key.
-    new = host.check_output(f"cat {ACCESS_LOG}").splitlines()[log_lines:]
     assert any(re.search(r"user=webui .*model=tiny-[ab] ", line) and " status=200 " in line for line in new), new
