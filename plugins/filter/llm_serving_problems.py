@@ -495,18 +495,21 @@ def _requirement_problem(value):
 def llm_serving_problems(models, host, engine="vllm", bind_address="127.0.0.1", client_address="127.0.0.1", api_key="",
                          hf_token="", user="llm", group="llm", home="/opt/llm", model_dir="/var/lib/llm/models",
                          hf_home="/var/lib/llm/hf", directories=None, gpus=None, detected_gpus=None, nvidia_smi_error="",
-                         cuda_context_gib=None, nccl_gib=0.6, health_timeout=900, pip_find_links=None, pip_no_index=False,
+                         cuda_context_gib=None, nccl_gib=None, health_timeout=900, pip_find_links=None, pip_no_index=False,
                          pip_extra_args=None, packages=None, fastchat_enabled=True, fastchat_multi_enabled=True,
                          fastchat_port=7860, fastchat_multi_port=7861, fastchat_bind_address="127.0.0.1",
                          fastchat_anony_only=None, reserved_ports=None, host_paths=None, fastchat_bind_wildcard=False,
                          host_addresses=None, fastchat_logins=None, fastchat_api_base="", fastchat_api_key=""):
-    """Filter entry point: see DOCUMENTATION. cuda_context_gib defaults to the planner's default."""
-    from ansible_collections.hpclab.cluster.plugins.plugin_utils._gpu_plan import DEFAULT_CUDA_CONTEXT_GIB, GpuPlanError, normalize_gpus, normalize_model
+    """Filter entry point: see DOCUMENTATION. cuda_context_gib and nccl_gib default to the planner's defaults."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._gpu_plan import (
+        DEFAULT_CUDA_CONTEXT_GIB, DEFAULT_NCCL_GIB, GpuPlanError, normalize_gpus, normalize_model)
 
     if isinstance(models, (str, bytes, Mapping)) or not hasattr(models, "__iter__"):
         raise AnsibleFilterError(f"llm_serving_problems: input must be the list llm_serving_models, got {models!r}")
     if cuda_context_gib is None:
         cuda_context_gib = DEFAULT_CUDA_CONTEXT_GIB
+    if nccl_gib is None:
+        nccl_gib = DEFAULT_NCCL_GIB
     models = list(models)
     reserved = _port_ranges(reserved_ports)
     problems = []
