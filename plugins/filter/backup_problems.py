@@ -97,7 +97,8 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import path_problem, to_int
+# The collection's helpers are imported in the functions that use them: ansible-core imports every filter
+# file in each worker process, and compiles these modules from source each time (test_filter_loading.py).
 
 # restic forget's --keep-N options in 0.14 (restic help forget), by the role's key.
 RETENTION_KEYS = ("keep_last", "keep_hourly", "keep_daily", "keep_weekly", "keep_monthly", "keep_yearly")
@@ -144,6 +145,7 @@ def saved_paths(settings):
 def backup_problems(settings, host, paths_found=None, repository_stat=None, parent_stat=None, writable=None,
                     schedule_probe=None, database_probe=None, check_mode=False):
     """Filter entry point: see DOCUMENTATION."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import path_problem, to_int
     if not isinstance(settings, Mapping):
         raise AnsibleFilterError(f"backup_problems: input must be a dict of the role's variables, got {type(settings).__name__}")
     problems = []
@@ -210,6 +212,7 @@ def backup_problems(settings, host, paths_found=None, repository_stat=None, pare
 
 def _check_path(problem, variable, path, paths_found, check_mode):
     """Problems of one path to save; [path] when it is usable."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import path_problem
     reason = path_problem(path, allow_root=True)
     if reason:
         problem(f"{variable}: {path!r} {reason} (restic saves it, and a restore selects it by pattern). Fix: give a canonical absolute path.")
@@ -222,6 +225,7 @@ def _check_path(problem, variable, path, paths_found, check_mode):
 
 
 def _check_repository(problem, repository, saved, repository_stat, parent_stat, writable, check_mode):
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import path_problem
     if repository is None or str(repository).strip() == "":
         problem("backup_repository is empty, and backups need somewhere to go. Fix: set it to a restic repository on another "
                 "disk or host: a local path such as /mnt/backup/restic (a mounted disk), sftp:user@host:/srv/restic or "
@@ -303,6 +307,7 @@ def _check_databases(problem, exec_prefix, databases, probe, check_mode):
 
 
 def _check_retention(problem, retention):
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import to_int
     if not isinstance(retention, Mapping):
         problem(f"backup_retention {retention!r} is not a dict. Fix: e.g. {{keep_daily: 7, keep_weekly: 4, keep_monthly: 6}}.")
         return

@@ -69,7 +69,8 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import USER_NAME, USER_NAME_MAX, path_problem
+# The collection's helpers are imported in the functions that use them: ansible-core imports every filter
+# file in each worker process, and compiles these modules from source each time (test_filter_loading.py).
 
 SNAPSHOT_ID = re.compile(r"^[0-9a-f]{8,64}\Z")
 
@@ -102,6 +103,7 @@ def dump_path(settings, database):
 
 def backup_restore_problems(settings, host, snapshots=None, listed=None):
     """Filter entry point: see DOCUMENTATION."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import USER_NAME, USER_NAME_MAX, path_problem
     if not isinstance(settings, Mapping):
         raise AnsibleFilterError(f"backup_restore_problems: input must be a dict of the role's variables, got {type(settings).__name__}")
     problems = []

@@ -129,12 +129,8 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import path_problem
-from ansible_collections.hpclab.cluster.plugins.plugin_utils._names import (
-    docker_name_problem,
-    image_reference_problem,
-    interface_name_problem,
-)
+# The collection's helpers are imported in the functions that use them: ansible-core imports every filter
+# file in each worker process, and compiles these modules from source each time (test_filter_loading.py).
 
 # Docker's own networks: a network of one of these names cannot be created (or is the default bridge).
 PREDEFINED_NETWORKS = ("bridge", "host", "none", "default", "ingress")
@@ -285,6 +281,8 @@ def docker_macvlan_problems(containers, host, network="hpclab", subnet="", gatew
                             pinned=None, host_addresses=None, shim=False, shim_ip="", shim_ips=None, shim_interface="hpclab-shim",
                             image_archives=None):
     """Filter entry point: see DOCUMENTATION."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._names import docker_name_problem, image_reference_problem, interface_name_problem
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import path_problem
     if isinstance(containers, (str, bytes, Mapping)) or not hasattr(containers, "__iter__"):
         raise AnsibleFilterError(f"docker_macvlan_problems: input must be the list docker_macvlan_containers, got {containers!r}")
     containers = list(containers)

@@ -157,7 +157,8 @@ from fnmatch import fnmatchcase
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.hpclab.cluster.plugins.filter.gluster_volume_layout import gluster_volume_layout
-from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import PATH_CHARS, not_canonical, package_problems, to_int
+# The collection's helpers are imported in the functions that use them: ansible-core imports every filter
+# file in each worker process, and compiles these modules from source each time (test_filter_loading.py).
 
 _OPTION_NAME = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
 # Debian's adduser rule (NAME_REGEX), or a numeric id.
@@ -170,6 +171,7 @@ _SERVER_PACKAGE = "glusterfs-server"
 
 def _path_problem(value, relative=False):
     """Why VALUE is not a canonical path (absolute unless RELATIVE, never the root), or None."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import PATH_CHARS, not_canonical
     if not isinstance(value, str) or not value:
         return "is empty"
     if relative == value.startswith("/"):
@@ -190,6 +192,7 @@ def _inside(path, parent):
 
 def _type_problems(where, volume):
     """Rules 6 and 7: the volume type, as GlusterFS (and the gluster_volume module) accept it."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import to_int
     replica, arbiter = to_int(volume.get("replica")), to_int(volume.get("arbiter"), 0)
     disperse, redundancy = to_int(volume.get("disperse")), to_int(volume.get("redundancy"))
     problems = []
@@ -232,6 +235,7 @@ def _option_problems(where, options):
 
 def _client_packages_problem(packages):
     """Rule 21: why a client's package list cannot give it the FUSE client without glusterd, or None."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import package_problems
     reasons = package_problems(packages)
     if isinstance(packages, (list, tuple)):
         names = [name.split("=")[0].split(">")[0].split(":")[0] for name in packages if isinstance(name, str)]
@@ -278,6 +282,7 @@ def glusterfs_problems(volumes, host, group_hosts=None, play_hosts=None, group="
                        brick_devices=None, block_devices=None, device_filesystems=None, format_brick_devices=False, peer_timeout=120,
                        client_hosts=None, client_group="glusterfs_clients", client_packages=None, pool_volumes=None):
     """Filter entry point: see DOCUMENTATION."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import to_int
     if isinstance(volumes, (str, bytes, Mapping)) or not hasattr(volumes, "__iter__"):
         raise AnsibleFilterError(f"glusterfs_problems: input must be the list glusterfs_volumes, got {volumes!r}")
     volumes = list(volumes)

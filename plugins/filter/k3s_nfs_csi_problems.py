@@ -156,12 +156,8 @@ from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from ansible_collections.hpclab.cluster.plugins.filter.k8s_storageclass_check import PROVISIONER, check_storage_class, is_dns1123_label
-from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import path_problem, to_int
-from ansible_collections.hpclab.cluster.plugins.plugin_utils._names import (
-    host_problem,
-    image_reference_problem,
-    registry_problem,
-)
+# The collection's helpers are imported in the functions that use them: ansible-core imports every filter
+# file in each worker process, and compiles these modules from source each time (test_filter_loading.py).
 
 VERSION = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+$")
 OCTAL = re.compile(r"^0?[0-7]{1,4}$")
@@ -212,6 +208,8 @@ def k3s_nfs_csi_problems(storage_class, host, exports=None, nfs_group="nfs_ganes
                          driver_mount_permissions=None, chart_values=None, extra_parameters=None, smoke_namespace=None, smoke_name=None,
                          smoke_image=None, smoke_retries=None, smoke_delay=None, apply_timeout=None, k3s_binary=None, kubeconfig=None):
     """Filter entry point: see DOCUMENTATION."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._names import host_problem, image_reference_problem, registry_problem
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import path_problem, to_int
     problems = []
 
     def problem(text, fix):

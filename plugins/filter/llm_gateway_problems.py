@@ -161,20 +161,8 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import (
-    SAFE_PASSWORD,
-    SAFE_PASSWORD_REASON,
-    USER_NAME,
-    USER_NAME_MAX,
-    WEB_PASSWORD_MAX,
-    WEB_PASSWORD_MIN,
-    is_within,
-    path_problem,
-    port_problem,
-    seconds_problem,
-    to_int,
-    web_password_reason,
-)
+# The collection's helpers are imported in the functions that use them: ansible-core imports every filter
+# file in each worker process, and compiles these modules from source each time (test_filter_loading.py).
 
 # An nginx named location and an OpenAI model id at once: no blank, quote, ';', '{', '$' or '/'.
 BACKEND_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")
@@ -199,6 +187,7 @@ WEB_URL = re.compile(r"^https?://[A-Za-z0-9.:\[\]-]+(/[A-Za-z0-9._~:/%+=-]*)?\Z"
 def _ranges(reserved, more):
     """[(first, last, what)] from the role's port table ({N or 'FIRST-LAST': what}) and the playbook's list; and the
     entries of the list that are neither."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import port_problem, to_int
     out, bad = [], []
     for key, what in (reserved or {}).items():
         first, _sep, last = str(key).partition("-")
@@ -225,6 +214,7 @@ def _ip(value):
 
 def _backend_problems(backends, problem):
     """Rules 1-6. Returns the well-formed backends as (name, host, port)."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import port_problem
     fix_list = ("Fix: pass the model servers, e.g. llm_gateway_backends: \"{{ llm_serving_result.models }}\", or list them as "
                 "[{name: llama-3-8b, port: 8000, host: 127.0.0.1}].")
     if not isinstance(backends, (list, tuple)):
@@ -278,6 +268,7 @@ def _backend_problems(backends, problem):
 
 def _user_problems(users, web_identity, problem):
     """Rules 7-8 and 23. Returns the names of the well-formed users."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import USER_NAME, USER_NAME_MAX
     fix = ("Fix: list users as [{name: alice, uid: 2001, gid: 2001}] (the default is hpclab_cluster_users, the cluster's "
            "users with the same IDs on every node).")
     if not isinstance(users, (list, tuple)):
@@ -349,6 +340,7 @@ def _key_problems(keys, user_names, backend_api_key, problem):
 
 def _listen_problems(port, listen_address, host_addresses, backends, reserved, more_reserved, problem):
     """Rules 14-17."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import port_problem
     address = _ip(listen_address)
     if address is None:
         problem(f"llm_gateway_listen_address {listen_address!r} is not an IP address (the default is the address of the host's "
@@ -381,6 +373,7 @@ def _listen_problems(port, listen_address, host_addresses, backends, reserved, m
 
 def _limit_problems(rate_limit, rate_burst, max_body_size, read_timeout, problem):
     """Rules 18-21."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import seconds_problem, to_int
     match = RATE.fullmatch(rate_limit) if isinstance(rate_limit, str) else None
     if not match or int(match.group(1)) < 1:
         problem(f"llm_gateway_rate_limit {rate_limit!r} is not an nginx rate. Fix: write requests per second or minute per key, "
@@ -399,6 +392,13 @@ def _limit_problems(rate_limit, rate_burst, max_body_size, read_timeout, problem
 
 def _web_problems(web_passwords, user_names, web_url, problem):
     """Rules 24-25."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import (
+        SAFE_PASSWORD,
+        SAFE_PASSWORD_REASON,
+        WEB_PASSWORD_MAX,
+        WEB_PASSWORD_MIN,
+        web_password_reason,
+    )
     if not isinstance(web_passwords, Mapping):
         problem(f"llm_gateway_web_passwords is not a dict of user name to password ({type(web_passwords).__name__}, value not "
                 "shown). Fix: write {alice: \"{{ vault_llm_web_password_alice }}\"}, or {} to have the role generate every one.")
@@ -426,6 +426,7 @@ def _web_problems(web_passwords, user_names, web_url, problem):
 
 def _path_problems(key_dir, home_root, web_password_dir, problem):
     """Rules 22 and 26."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import is_within, path_problem
     paths = {}
     for variable, value in (("llm_gateway_key_dir", key_dir), ("llm_gateway_home_root", home_root)):
         reason = path_problem(value)

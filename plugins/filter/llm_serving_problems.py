@@ -259,9 +259,8 @@ from urllib.parse import urlsplit
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import (
-    PATH_CHARS, USER_NAME, USER_NAME_MAX, WEB_PASSWORD_MAX, WEB_PASSWORD_MIN, is_within, not_canonical, port_problem,
-    seconds_problem, to_int, web_password_reason)
+# The collection's helpers are imported in the functions that use them: ansible-core imports every filter
+# file in each worker process, and compiles these modules from source each time (test_filter_loading.py).
 
 # The GPU planner (plugin_utils/_gpu_plan) is imported in the functions that use it, not here: Ansible imports every
 # file of plugins/filter in each worker process that looks up any filter of this collection, and _gpu_plan is the
@@ -329,6 +328,7 @@ PACKAGE_VARIABLES = {"vllm": "llm_serving_vllm_packages", "llama_cpp": "llm_serv
 
 def _whole(value):
     """VALUE as an int when it is one (or a string of digits); None for floats, bools, blanks and the rest."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import to_int
     if isinstance(value, str):
         return int(value) if value.isascii() and value.isdigit() else None
     if isinstance(value, float):
@@ -348,6 +348,7 @@ def _fraction(value):
 
 def _path_problem(value):
     """Why VALUE is not a canonical absolute path a unit file can hold, or None."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import PATH_CHARS, not_canonical
     if not isinstance(value, str) or not value.startswith("/"):
         return "is not an absolute path"
     if not PATH_CHARS.fullmatch(value):
@@ -359,6 +360,7 @@ def _path_problem(value):
 
 def _directory_problem(value):
     """Why VALUE cannot be a directory the role owns, or None."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import is_within
     reason = _path_problem(value)
     if reason:
         return reason
@@ -430,6 +432,13 @@ def _web_address_problems(address, wildcard, host_addresses, problem):
 
 def _web_login_problems(logins, api_base, api_key, problem):
     """Rules 45 and 46. Passwords and keys are never shown."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import (
+        USER_NAME,
+        USER_NAME_MAX,
+        WEB_PASSWORD_MAX,
+        WEB_PASSWORD_MIN,
+        web_password_reason,
+    )
     fix = ("Fix: pass the gateway's web logins (playbooks/llm.yml passes llm_gateway_result.web_logins), or list "
            "[{user: alice, password: \"{{ vault_web_password_alice }}\"}].")
     if isinstance(logins, (str, bytes, Mapping)) or not isinstance(logins, (list, tuple)):
@@ -501,6 +510,7 @@ def llm_serving_problems(models, host, engine="vllm", bind_address="127.0.0.1", 
                          fastchat_anony_only=None, reserved_ports=None, host_paths=None, fastchat_bind_wildcard=False,
                          host_addresses=None, fastchat_logins=None, fastchat_api_base="", fastchat_api_key=""):
     """Filter entry point: see DOCUMENTATION. cuda_context_gib and nccl_gib default to the planner's defaults."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import USER_NAME, USER_NAME_MAX, port_problem, seconds_problem, to_int
     from ansible_collections.hpclab.cluster.plugins.plugin_utils._gpu_plan import (
         DEFAULT_CUDA_CONTEXT_GIB, DEFAULT_NCCL_GIB, GpuPlanError, normalize_gpus, normalize_model)
 

@@ -94,14 +94,8 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import (
-    SAFE_PASSWORD,
-    SAFE_PASSWORD_REASON,
-    WEB_PASSWORD_MIN,
-    path_problem,
-    to_int,
-    web_password_reason,
-)
+# The collection's helpers are imported in the functions that use them: ansible-core imports every filter
+# file in each worker process, and compiles these modules from source each time (test_filter_loading.py).
 
 # prometheus/common model.ParseDuration (v0.42, the one Prometheus 2.42 uses): each unit at most once,
 # largest first, integer counts; "0" alone is also valid.
@@ -134,6 +128,7 @@ def duration_seconds(value):
 
 def _ranges(reserved):
     """[(first, last, what)] from a port table whose keys are N or 'FIRST-LAST'."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import to_int
     out = []
     for key, what in (reserved or {}).items():
         first, _sep, last = str(key).partition("-")
@@ -148,6 +143,7 @@ def monitoring_problems(
     settings, host, group="monitoring", group_hosts=None, server=False, reserved_ports=None, host_addresses=None, password_required=False
 ):
     """Filter entry point: see DOCUMENTATION."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import to_int
     if not isinstance(settings, Mapping):
         raise AnsibleFilterError(f"monitoring_problems: input must be a dict of the role's variables, got {settings!r}")
     problems = []
@@ -245,6 +241,13 @@ def monitoring_problems(
 
 def _web_problems(settings, password_required, problem):
     """Rules 12 to 14: the basic-auth user, password (never shown) and the file that keeps the password."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import (
+        SAFE_PASSWORD,
+        SAFE_PASSWORD_REASON,
+        WEB_PASSWORD_MIN,
+        path_problem,
+        web_password_reason,
+    )
     username = settings.get("monitoring_web_username")
     if not (isinstance(username, str) and WEB_USERNAME.match(username)):
         problem(f"monitoring_web_username {username!r} is not 1 to 64 letters, digits and '._-'. Fix: keep the default 'hpclab'.")

@@ -43,11 +43,13 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpclab.cluster.plugins.module_utils._munge import plan_cluster
+# The collection's helpers are imported in the functions that use them: ansible-core imports every filter
+# file in each worker process, and compiles these modules from source each time (test_filter_loading.py).
 
 
 def munge_cluster_key(keys, key="", rotate=False, group_hosts=(), group="munge", generated_key_bytes=128):
     """Filter entry point: see DOCUMENTATION."""
+    from ansible_collections.hpclab.cluster.plugins.module_utils._munge import plan_cluster
     try:
         plan = plan_cluster(keys, key, rotate, group_hosts, group, generated_key_bytes)
     except TypeError as exc:

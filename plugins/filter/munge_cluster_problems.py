@@ -61,8 +61,8 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpclab.cluster.plugins.module_utils._munge import plan_cluster
-from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import package_problems
+# The collection's helpers are imported in the functions that use them: ansible-core imports every filter
+# file in each worker process, and compiles these modules from source each time (test_filter_loading.py).
 
 # Debian's munge package ships munged, the munge user and the unit the role starts.
 DAEMON_PACKAGES = ("munge",)
@@ -70,6 +70,7 @@ DAEMON_PACKAGES = ("munge",)
 
 def _packages(packages, host):
     """Rule 5."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import package_problems
     if packages is None:
         return []
     reasons = package_problems(packages, DAEMON_PACKAGES)
@@ -85,6 +86,7 @@ def _packages(packages, host):
 def munge_cluster_problems(keys, key="", rotate=False, group_hosts=(), group="munge", generated_key_bytes=128,
                            packages=None, host=None):
     """Filter entry point: see DOCUMENTATION."""
+    from ansible_collections.hpclab.cluster.plugins.module_utils._munge import plan_cluster
     try:
         problems = plan_cluster(keys, key, rotate, group_hosts, group, generated_key_bytes)["problems"]
     except TypeError as exc:

@@ -46,11 +46,13 @@ _value:
       type: str
 """
 
-from ansible_collections.hpclab.cluster.plugins.module_utils._munge import key_info
+# The collection's helpers are imported in the functions that use them: ansible-core imports every filter
+# file in each worker process, and compiles these modules from source each time (test_filter_loading.py).
 
 
 def munge_key_info(b64_text):
     """Filter entry point: see DOCUMENTATION."""
+    from ansible_collections.hpclab.cluster.plugins.module_utils._munge import key_info
     return key_info(b64_text)
 
 

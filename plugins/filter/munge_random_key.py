@@ -39,11 +39,13 @@ import os
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpclab.cluster.plugins.module_utils._munge import KEY_MAX_BYTES, KEY_MIN_BYTES
+# The collection's helpers are imported in the functions that use them: ansible-core imports every filter
+# file in each worker process, and compiles these modules from source each time (test_filter_loading.py).
 
 
 def munge_random_key(length) -> str:
     """Filter entry point: see DOCUMENTATION."""
+    from ansible_collections.hpclab.cluster.plugins.module_utils._munge import KEY_MAX_BYTES, KEY_MIN_BYTES
     try:
         count = int(length)
     except (TypeError, ValueError):

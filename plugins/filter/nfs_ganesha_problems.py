@@ -104,7 +104,8 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import PATH_CHARS, not_canonical, to_int
+# The collection's helpers are imported in the functions that use them: ansible-core imports every filter
+# file in each worker process, and compiles these modules from source each time (test_filter_loading.py).
 
 # Paths are written into ganesha.conf (RecoveryRoot unquoted): PATH_CHARS, no blanks, quotes, ';', braces or '#'.
 PROTOCOLS = (3, 4)
@@ -116,6 +117,7 @@ GRACE_MAX = 270
 
 def _path_problem(value, allow_root=False):
     """Why VALUE is not a canonical absolute path, or None."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import PATH_CHARS, not_canonical
     if not isinstance(value, str) or not value.startswith("/"):
         return "is not an absolute path"
     if not PATH_CHARS.match(value):
@@ -159,6 +161,7 @@ def nfs_ganesha_problems(exports, host, group_hosts=None, group="nfs_ganesha", c
                          grace_period=90, recovery_root="/var/lib/nfs/ganesha", volume_wait_timeout=120,
                          start_timeout=60, volume_options=None):
     """Filter entry point: see DOCUMENTATION."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import to_int
     # Imported here, not at the top: Ansible imports every file of plugins/filter in each worker process that looks up
     # any filter of this collection, and _gluster is among the largest modules they would import (about 14 ms a worker).
     from ansible_collections.hpclab.cluster.plugins.module_utils._gluster import GlusterError, validate_volume_name

@@ -185,18 +185,8 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import (
-    container_problems,
-    gpus_shape_ok,
-    gpus_value_problems,
-    is_within,
-    mount_path_problem,
-    package_problems,
-    port_problem,
-    timeouts_problems,
-    user_value_problems,
-    users_well_formed,
-)
+# The collection's helpers are imported in the functions that use them: ansible-core imports every filter
+# file in each worker process, and compiles these modules from source each time (test_filter_loading.py).
 
 MUNGE_KEY = "/etc/munge/munge.key"
 # What slurm.conf accepts as a NodeName/SlurmctldHost and slurmd finds by its short host name.
@@ -262,6 +252,7 @@ def _partitions(partitions, default_partition, workers, worker_group):
 
 def _users(users):
     """Rule 5."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import users_well_formed
     if users_well_formed(users):
         return []
     names = [u.get("name", "") if isinstance(u, Mapping) else "" for u in users]
@@ -274,6 +265,7 @@ def _users(users):
 
 def _gpus(nodes, workers):
     """Rule 6."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import gpus_shape_ok
     bad = [w for w in workers if not gpus_shape_ok(nodes.get(w, {}).get("gpus"))]
     if not bad:
         return []
@@ -499,6 +491,7 @@ def _removed(value) -> bool:
 
 def _port_range(key, value):
     """(FIRST, LAST) of a port key's value, or None when it is not one."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import port_problem
     text = str(value).strip() if isinstance(value, (str, int)) and not isinstance(value, bool) else ""
     first, dash, last = text.partition("-")
     if dash and key in RANGE_KEYS:
@@ -625,6 +618,7 @@ def _memory_fraction(controller, value):
 
 def _gpu_values(nodes, workers):
     """Rule 15 (on the workers whose slurm_worker_gpus has the right shape: rule 6 names the others)."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import gpus_shape_ok, gpus_value_problems
     found = []
     for worker in workers:
         gpus = nodes.get(worker, {}).get("gpus")
@@ -640,6 +634,7 @@ def _gpu_values(nodes, workers):
 
 def _user_values(controller, users, slurm_uid):
     """Rule 16 (on users rule 5 accepts)."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import user_value_problems, users_well_formed
     if not users or not users_well_formed(users):
         return []
     reasons = user_value_problems(users, [slurm_uid])
@@ -668,6 +663,7 @@ def _home_hosts(controller, workers, users, shared_home, shared_home_hosts):
 
 def _shared_home_path(controller, shared_home):
     """Rule 17."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import mount_path_problem
     reason = mount_path_problem(shared_home) if shared_home else None
     if not reason:
         return []
@@ -694,6 +690,7 @@ def _value_type_problem(kind, value):
 
 def _value_problems(key, value, kind, mode):
     """{rule: reason} for one known key's value (rules 20 to 24)."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import mount_path_problem
     if isinstance(value, bool) or isinstance(value, (int, float)):
         text = str(value)
     elif isinstance(value, str):
@@ -778,6 +775,7 @@ def _conf_dicts(controller, config, dbd_config, accounting, mode):
 
 def _role_timeouts(controller, timeouts):
     """Rule 24 on the role's own waits."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import timeouts_problems
     return timeouts_problems(controller, timeouts, "keep the defaults")
 
 
@@ -841,6 +839,7 @@ def _accounting_ports(controller, mode, config, dbd_config, accounting):
 
 def _containers(controller, container, accounting):
     """Rules 27 to 30 (container mode), the database password file's path (rule 27, both modes)."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import container_problems, is_within, mount_path_problem
     settings = dict(container or {})
     unknown = [v for v in settings if not v.startswith(("slurm_master_container_", "slurm_master_accounting_container_"))]
     if unknown:
@@ -905,6 +904,7 @@ def _cgroup(nodes, controller, workers, mode, value):
 
 def _packages(controller, packages, mode, accounting):
     """Rule 31."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import package_problems
     problems = []
     for variable, names in (packages or {}).items():
         if variable == "slurm_master_accounting_packages" and not (mode == "native" and accounting):

@@ -95,7 +95,8 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import gpus_shape_ok
+# The collection's helpers are imported in the functions that use them: ansible-core imports every filter
+# file in each worker process, and compiles these modules from source each time (test_filter_loading.py).
 
 NVIDIA_DEVICE = re.compile(r"/dev/nvidia([0-9]+)")
 
@@ -162,6 +163,7 @@ def _declared_indexes(gpus):
 
 def slurm_gpus_for_jobs(gpus, serving=None, detected=None, share=False, host="", device_pattern="/dev/nvidia{index}"):
     """Filter entry point: see DOCUMENTATION."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import gpus_shape_ok
     taken = _serving_gpus(serving)
     found = _detected(detected)
     busy = {i: models for i, models in taken.items() if models}

@@ -60,11 +60,13 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpclab.cluster.plugins.plugin_utils._hostlist import HostlistError, compress_hostlist
+# The collection's helpers are imported in the functions that use them: ansible-core imports every filter
+# file in each worker process, and compiles these modules from source each time (test_filter_loading.py).
 
 
 def slurm_hostlist_compress(names):
     """Filter entry point: see DOCUMENTATION."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._hostlist import HostlistError, compress_hostlist
     try:
         return compress_hostlist(names)
     except HostlistError as exc:

@@ -62,11 +62,13 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpclab.cluster.plugins.plugin_utils._hostlist import HostlistError, expand_hostlist
+# The collection's helpers are imported in the functions that use them: ansible-core imports every filter
+# file in each worker process, and compiles these modules from source each time (test_filter_loading.py).
 
 
 def slurm_hostlist_expand(hostlist):
     """Filter entry point: see DOCUMENTATION."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._hostlist import HostlistError, expand_hostlist
     expressions = hostlist if isinstance(hostlist, (list, tuple)) else [hostlist]
     if not expressions:
         raise AnsibleFilterError("slurm_hostlist_expand: the list of hostlists is empty")

@@ -85,11 +85,8 @@ from decimal import ROUND_FLOOR, Decimal, InvalidOperation
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpclab.cluster.plugins.plugin_utils._hostlist import (
-    HostlistError,
-    compress_hostlist,
-    natural_key,
-)
+# The collection's helpers are imported in the functions that use them: ansible-core imports every filter
+# file in each worker process, and compiles these modules from source each time (test_filter_loading.py).
 
 _GRES_TYPE_FORBIDDEN = set(" \t\n:,=")
 _NAME_FORBIDDEN = set(" \t\n,[]")
@@ -176,6 +173,7 @@ def _hardware(facts, fraction, granularity):
 
 def slurm_node_lines(hosts, memory_fraction=0.95, memory_granularity_mb=1):
     """Filter entry point: see DOCUMENTATION."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._hostlist import HostlistError, compress_hostlist, natural_key
     if isinstance(hosts, (str, bytes, Mapping)) or not hasattr(hosts, "__iter__"):
         _fail(f"input must be a list of per-host dicts, got {type(hosts).__name__}")
     hosts = list(hosts)

@@ -52,7 +52,8 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpclab.cluster.plugins.plugin_utils._hostlist import HostlistError, expand_hostlist
+# The collection's helpers are imported in the functions that use them: ansible-core imports every filter
+# file in each worker process, and compiles these modules from source each time (test_filter_loading.py).
 
 
 def _fail(message):
@@ -61,6 +62,7 @@ def _fail(message):
 
 def slurm_partition_hosts(partitions, groups):
     """Filter entry point: see DOCUMENTATION."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._hostlist import HostlistError, expand_hostlist
     if not isinstance(partitions, Mapping):
         _fail(f"input must be a dict of partition name to hosts, got {type(partitions).__name__}")
     if not isinstance(groups, Mapping):

@@ -63,7 +63,8 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpclab.cluster.plugins.plugin_utils._hostlist import HostlistError, compress_hostlist
+# The collection's helpers are imported in the functions that use them: ansible-core imports every filter
+# file in each worker process, and compiles these modules from source each time (test_filter_loading.py).
 
 # Slurm's time_str2mins (src/common/parse_time.c): minutes, minutes:seconds, hours:minutes:seconds,
 # days-hours, days-hours:minutes, days-hours:minutes:seconds.
@@ -101,6 +102,7 @@ def _check_name(name):
 
 def slurm_partition_lines(partitions, default=None, max_time="UNLIMITED"):
     """Filter entry point: see DOCUMENTATION."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._hostlist import HostlistError, compress_hostlist
     if not isinstance(partitions, Mapping):
         _fail(f"input must be a dict of partition name to hosts, got {type(partitions).__name__}")
     if not partitions:

@@ -99,16 +99,8 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import (
-    container_problems,
-    gpus_shape_ok,
-    gpus_value_problems,
-    mount_path_problem,
-    package_problems,
-    timeouts_problems,
-    user_value_problems,
-    users_well_formed,
-)
+# The collection's helpers are imported in the functions that use them: ansible-core imports every filter
+# file in each worker process, and compiles these modules from source each time (test_filter_loading.py).
 
 MODES = ("container", "native")
 # Debian's slurm user (fixed by the slurm-wlm packages) and the images' default.
@@ -126,6 +118,7 @@ CONTAINER_FIXES = {
 
 def _gpus(host, gpus):
     """Rule 5."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import gpus_shape_ok, gpus_value_problems
     if gpus is None:
         return []
     reasons = ["is not {count: N, type: WORD, files: [N device files]}"] if not gpus_shape_ok(gpus) else gpus_value_problems(gpus)
@@ -139,6 +132,7 @@ def _gpus(host, gpus):
 
 def _users(host, users, slurm_uid):
     """Rule 6."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import user_value_problems, users_well_formed
     if users is None:
         return []
     users = list(users)
@@ -154,6 +148,7 @@ def _users(host, users, slurm_uid):
 
 def _shared_home(host, shared_home):
     """Rule 7."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import mount_path_problem
     reason = mount_path_problem(shared_home) if shared_home is not None else None
     if not reason:
         return []
@@ -165,6 +160,7 @@ def _shared_home(host, shared_home):
 
 def _container(host, mode, container):
     """Rule 8."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import container_problems
     if mode != "container" or container is None:
         return []
     unknown = [v for v in container if not v.startswith("slurm_worker_container_")]
@@ -179,6 +175,7 @@ def _container(host, mode, container):
 
 def _packages(host, packages):
     """Rule 9."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import package_problems
     problems = []
     for variable, names in (packages or {}).items():
         required = DAEMON_PACKAGES.get(variable, ())
@@ -191,6 +188,7 @@ def _packages(host, packages):
 
 def _timeouts(host, timeouts):
     """Rule 10."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import timeouts_problems
     return timeouts_problems(host, timeouts, "keep the default")
 
 
