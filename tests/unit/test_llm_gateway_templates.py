@@ -139,8 +139,8 @@ def test_result_paths(role):
 
 
 def kept_read(tmp_path, directory, names):
-    """What keys.yml's (or web.yml's) read registers for DIRECTORY holding a kept file per name: host_state_info's
-    directory_contents on a real directory with those files."""
+    """The part of install.yml's read that keys.yml (or web.yml) decides by, for DIRECTORY holding a kept file per name:
+    host_state_info's directory_contents on a real directory with those files."""
     (tmp_path / "kept").mkdir()
     for name in names:
         (tmp_path / "kept" / name).write_text("k" * 48 + "\n")
@@ -149,9 +149,9 @@ def kept_read(tmp_path, directory, names):
 
 def test_revoked_are_the_kept_keys_of_users_no_longer_listed(role, tmp_path):
     kept = kept_read(tmp_path, "/etc/hpclab/llm-gateway/keys", ["alice", "mallory"])
-    assert role.evaluate("__llm_gateway_revoked", extra={"__llm_gateway_keys_kept": kept}) == ["mallory"]
+    assert role.evaluate("__llm_gateway_revoked", extra={"__llm_gateway_state": kept}) == ["mallory"]
     # No directory yet (check mode on a fresh host): nothing to revoke.
-    assert role.evaluate("__llm_gateway_revoked", extra={"__llm_gateway_keys_kept": {"directory_contents": {
+    assert role.evaluate("__llm_gateway_revoked", extra={"__llm_gateway_state": {"directory_contents": {
         "/etc/hpclab/llm-gateway/keys": {}}}}) == []
 
 
@@ -178,7 +178,7 @@ def test_preflight_refuses_without_an_address(role):
 def test_revoked_keys_of_a_web_ui_that_is_gone(role, tmp_path):
     """The web UI's kept key goes with the web UI; it is never taken for a user's (whose llm.env homes.yml removes)."""
     kept = kept_read(tmp_path, "/etc/hpclab/llm-gateway/keys", ["alice", "webui", "mallory"])
-    extra = {"__llm_gateway_keys_kept": kept}
+    extra = {"__llm_gateway_state": kept}
     assert role.evaluate("__llm_gateway_revoked_keys", extra=extra) == ["mallory", "webui"]
     assert role.evaluate("__llm_gateway_revoked", extra=extra) == ["mallory"]
     assert role.evaluate("__llm_gateway_revoked_keys", host_vars=WEB_VARS, extra=extra) == ["mallory"]
@@ -188,7 +188,7 @@ def test_revoked_keys_of_a_web_ui_that_is_gone(role, tmp_path):
 
 def test_revoked_web_passwords(role, tmp_path):
     kept = kept_read(tmp_path, "/etc/hpclab/llm-gateway/web-passwords", ["alice", "mallory"])
-    extra = {"__llm_gateway_web_kept": kept}
+    extra = {"__llm_gateway_state": kept}
     assert role.evaluate("__llm_gateway_web_revoked", host_vars=WEB_VARS, extra=extra) == ["mallory"]
     # No web UI: nobody keeps a web password.
     assert role.evaluate("__llm_gateway_web_revoked", extra=extra) == ["alice", "mallory"]
