@@ -17,10 +17,6 @@ description:
     container); the module still decides for every other container, and creates or recreates it with the new label.
   - Pure. A read without O(verbose_output) has no container state, so no container is current by it.
 options:
-  _input:
-    description: The registered result of C(community.docker.docker_host_info).
-    type: dict
-    required: true
   name:
     description: The container's name.
     type: str
@@ -33,6 +29,8 @@ options:
     description: Labels the container must carry with these values; more labels on the container do not matter.
     type: dict
     default: {}
+extends_documentation_fragment:
+  - hpclab.cluster.docker_host_info
 """
 
 EXAMPLES = r"""

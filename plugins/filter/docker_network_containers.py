@@ -17,14 +17,12 @@ description:
     network already as wanted still knows which addresses are taken.
   - Pure. An empty dict where the read has no such network.
 options:
-  _input:
-    description: The registered result of C(community.docker.docker_host_info).
-    type: dict
-    required: true
   name:
     description: The network's name.
     type: str
     required: true
+extends_documentation_fragment:
+  - hpclab.cluster.docker_host_info
 """
 
 EXAMPLES = r"""

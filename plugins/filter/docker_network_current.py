@@ -19,10 +19,6 @@ description:
   - Pure. A read without O(networks) or O(verbose_output) has no settings of the network, so no network is current by it.
   - P(hpclab.cluster.docker_network_containers#filter) gives the network's containers from the same read.
 options:
-  _input:
-    description: The registered result of C(community.docker.docker_host_info).
-    type: dict
-    required: true
   name:
     description: The network's name.
     type: str
@@ -42,6 +38,8 @@ options:
     type: list
     elements: dict
     default: []
+extends_documentation_fragment:
+  - hpclab.cluster.docker_host_info
 """
 
 EXAMPLES = r"""
