@@ -86,6 +86,14 @@ options:
     type: list
     elements: path
     default: []
+  contents:
+    description:
+      - Absolute paths of small files, such as a secret a role generated once and keeps. The content of each, as
+        M(ansible.builtin.slurp) returns it, in the same call. A link is not followed.
+      - The result holds the files' contents. Give the task C(no_log) when they are secret.
+    type: list
+    elements: path
+    default: []
   hardware:
     description:
       - Also set the facts of M(hpclab.cluster.node_hardware_facts) (CPUs, memory, hostname, C(nvidia_smi),
@@ -174,6 +182,13 @@ directory_contents:
   returned: always
   type: dict
   sample: {"/etc/hpclab/llm-gateway/keys": {"alice": "c2VjcmV0Cg==", "webui": "b3RoZXIK"}}
+contents:
+  description:
+    - Each of O(contents) with the base64-encoded content of the regular file, or null where there is none (nothing
+      at that path, or a directory, a link).
+  returned: always
+  type: dict
+  sample: {"/var/lib/hpclab/slurm/slurmdbd-db.password": "c2VjcmV0Cg==", "/etc/absent": null}
 ansible_facts:
   description: With O(hardware), the facts that M(hpclab.cluster.node_hardware_facts) returns, with its keys and values.
   returned: when O(hardware) is true
@@ -182,6 +197,7 @@ ansible_facts:
 """
 
 import base64
+import errno
 import glob
 import grp
 import hashlib
@@ -349,13 +365,26 @@ def directory_contents(path: str) -> dict:
             st = os.lstat(full)
         except FileNotFoundError:
             continue  # removed since the listing
-        if not stat.S_ISREG(st.st_mode):
-            entries[name] = None
-            continue
-        fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW)
-        with os.fdopen(fd, "rb") as f:
-            entries[name] = base64.b64encode(f.read()).decode("ascii")
+        entries[name] = file_content(full) if stat.S_ISREG(st.st_mode) else None
     return entries
+
+
+def file_content(path: str):
+    """The base64 content of the regular file PATH; None where there is none (nothing there, a directory, a link:
+    O_NOFOLLOW, and a file replaced by a link since an lstat is not read either)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    with os.fdopen(fd, "rb") as f:
+        return base64.b64encode(f.read()).decode("ascii")
 
 
 def _name(lookup, ident: int) -> str:
@@ -377,13 +406,14 @@ def main():
             mounts=dict(type="list", elements="path", default=[]),
             globs=dict(type="list", elements="str", default=[]),
             directory_contents=dict(type="list", elements="path", default=[]),
+            contents=dict(type="list", elements="path", default=[]),
             hardware=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
     packages, services, paths = (module.params[k] for k in ("packages", "services", "paths"))
     result = {"changed": False, "packages": {}, "packages_missing": [], "services": {}, "paths": {}, "users": {}, "groups": {},
-              "mounts": {}, "globs": {}, "directory_contents": {}}
+              "mounts": {}, "globs": {}, "directory_contents": {}, "contents": {}}
 
     if packages:
         installed = {}
@@ -441,6 +471,12 @@ def main():
     for path in module.params["directory_contents"]:
         try:
             result["directory_contents"][path] = directory_contents(path)
+        except OSError as e:
+            module.fail_json(msg=f"cannot read {path}: {e}", **result)
+
+    for path in module.params["contents"]:
+        try:
+            result["contents"][path] = file_content(path)
         except OSError as e:
             module.fail_json(msg=f"cannot read {path}: {e}", **result)
 

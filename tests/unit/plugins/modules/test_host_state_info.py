@@ -201,6 +201,23 @@ def test_directory_contents_every_entry_in_one_call(tmp_path, capsys):
     assert result["changed"] is False
 
 
+def test_contents_of_files_as_slurp_returns_them(tmp_path, capsys):
+    """The kept database password as slurp returns it; nothing (null) for a path with no file yet, a directory and a link
+    (not followed: its target's content is not read), where slurp would fail."""
+    kept = tmp_path / "slurmdbd-db.password"
+    kept.write_bytes(b"p" * 32 + b"\n")
+    (tmp_path / "secret").write_bytes(b"elsewhere")
+    (tmp_path / "link").symlink_to(tmp_path / "secret")
+    (tmp_path / "dir").mkdir()
+    paths = [str(kept), str(tmp_path / "none"), str(tmp_path / "dir"), str(tmp_path / "link"), str(tmp_path / "none" / "deeper")]
+    result = run(capsys, contents=paths)
+    assert result["contents"] == {
+        str(kept): base64.b64encode(b"p" * 32 + b"\n").decode(), str(tmp_path / "none"): None, str(tmp_path / "dir"): None,
+        str(tmp_path / "link"): None, str(tmp_path / "none" / "deeper"): None,
+    }
+    assert result["changed"] is False
+
+
 def test_globs_list_the_regular_files_as_find_does(tmp_path, capsys):
     """find(patterns='llm-*.service', file_type=file): a link, a directory, a hidden file and another name are left out."""
     (tmp_path / "llm-b.service").write_text("[Unit]\n")
