@@ -12,8 +12,9 @@ description:
   - Takes one dict per host with the host's name and its hardware facts, and returns slurm.conf
     C(NodeName=) lines. Hosts with identical hardware (CPUs, sockets, cores, threads, RealMemory and
     GPUs) share ONE line whose node list is compressed (V(NodeName=n[01-04] ...)).
-  - "Keys read from each dict, each either with the C(ansible_) prefix (as in C(hostvars[host])) or
-    without it (as in C(hostvars[host].ansible_facts)):
+  - "Keys read from each dict, each with the C(ansible_) prefix (as in C(hostvars[host]) where facts are injected
+    as variables), in its C(ansible_facts) (as in C(hostvars[host]) always), or without the prefix (as in
+    C(hostvars[host].ansible_facts), or set in the inventory):
     C(processor_count) becomes C(Sockets=);
     C(processor_cores) (cores per socket) becomes C(CoresPerSocket=);
     C(processor_threads_per_core) becomes C(ThreadsPerCore=);
@@ -108,9 +109,11 @@ def _integer(where, key, value, minimum):
 
 
 def _fact(facts, host, key, minimum=1, required=True):
-    for candidate in (f"ansible_{key}", key):
-        if candidate in facts and facts[candidate] is not None:
-            return _integer(f"host {host!r}: ", candidate, facts[candidate], minimum)
+    # The fact as a top-level variable (INJECT_FACTS_AS_VARS), in ansible_facts (always), or set in the inventory.
+    gathered = facts.get("ansible_facts") or {}
+    for candidate, found in ((f"ansible_{key}", facts), (f"ansible_facts.{key}", {f"ansible_facts.{key}": gathered.get(key)}), (key, facts)):
+        if candidate in found and found[candidate] is not None:
+            return _integer(f"host {host!r}: ", candidate, found[candidate], minimum)
     if required:
         _fail(f"host {host!r} has no ansible_{key} (or {key}); gather hardware facts for it")
     return None

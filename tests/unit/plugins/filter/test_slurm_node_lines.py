@@ -158,3 +158,15 @@ def test_empty_slurm_worker_gpus_is_no_gpu():
     facts = {"inventory_hostname": "gpu1", "ansible_processor_count": 1, "ansible_processor_cores": 2,
              "ansible_processor_threads_per_core": 1, "ansible_memtotal_mb": 1000, "slurm_worker_gpus": {}}
     assert "Gres=" not in slurm_node_lines([facts])[0]
+
+
+def test_facts_not_injected_as_variables_are_read_from_ansible_facts():
+    """hostvars[host] where INJECT_FACTS_AS_VARS is false: the hardware facts only under ansible_facts (the lab's
+    ansible.cfg); the same line as with the facts injected, and an inventory setting still fills a missing one."""
+    gathered = {"processor_count": 1, "processor_cores": 4, "processor_threads_per_core": 2, "processor_vcpus": 8,
+                "memtotal_mb": 32000}
+    assert NODE_LINES([{"inventory_hostname": "n01", "ansible_facts": gathered}]) == NODE_LINES([host("n01")])
+    partial = {k: v for k, v in gathered.items() if k != "processor_count"}
+    assert NODE_LINES([{"inventory_hostname": "n01", "ansible_facts": partial, "processor_count": 1}]) == NODE_LINES([host("n01")])
+    with pytest.raises(AnsibleFilterError, match="host 'n01' has no ansible_processor_count"):
+        NODE_LINES([{"inventory_hostname": "n01", "ansible_facts": partial}])
