@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The facts that size a Slurm node: CPUs and memory (ansible-core's Linux hardware collector), the hostname,
 nvidia-smi's path and what Slurm's cgroup plugins would find. Read by modules node_hardware_facts and
-host_state_info (its hardware option).
+host_state_info (its hardware option); and the network subset's facts (host_state_info's network option).
 
 This module util is PRIVATE to the collection: it may change without notice.
 """
@@ -26,6 +26,20 @@ def hardware_facts(module, architecture: str, nodename: str) -> dict:
     facts.update(collector.get_memory_facts())
     facts["nodename"] = nodename
     facts["hostname"] = nodename.split(".")[0]
+    return facts
+
+
+def network_facts(module) -> dict:
+    """The facts of the setup module's network subset on Linux (interfaces, default_ipv4, all_ipv4_addresses, one
+    entry per interface), by the same ansible-core collector, without the platform subset's."""
+    # Imported here, as in hardware_facts: only where a read asks for the network.
+    from ansible.module_utils.facts.network.linux import LinuxNetwork
+
+    facts = LinuxNetwork(module).populate()
+    # As setup returns them: a name's dashes become underscores (an interface's entry), the interfaces sorted.
+    facts = {name.replace("-", "_"): value for name, value in facts.items()}
+    if "interfaces" in facts:
+        facts["interfaces"] = sorted(facts["interfaces"])
     return facts
 
 

@@ -18,8 +18,9 @@ description:
     already done (M(ansible.builtin.apt) when every package is installed, M(ansible.builtin.systemd_service)
     when the unit is active and enabled). Those builtins still do every change; this module changes nothing.
   - O(mounts) reads C(/etc/fstab) and asks whether each path is a mount point (no extra process).
-  - O(hardware) is the one option that sets facts, those M(hpclab.cluster.node_hardware_facts) sets, by its code, so
-    that a Slurm node is read and sized in one call; every other answer is returned only.
+  - O(hardware) and O(network) are the options that set facts, those M(hpclab.cluster.node_hardware_facts) sets and
+    those of the M(ansible.builtin.setup) module's C(network) subset, each by the same code, so that a node is read
+    and sized, or its addresses learnt, in one call; every other answer is returned only.
   - Written for Debian (dpkg) hosts with systemd; on a host without C(dpkg-query) every package counts as
     missing, without C(systemctl) every unit as stopped, so that the builtins run and decide.
 author:
@@ -99,6 +100,14 @@ options:
       - Also set the facts of M(hpclab.cluster.node_hardware_facts) (CPUs, memory, hostname, C(nvidia_smi),
         C(slurm_cgroup)), read by the same code, so that a role that reads its node anyway sizes it in the same call
         instead of a task of its own.
+    type: bool
+    default: false
+  network:
+    description:
+      - Also set the facts of M(ansible.builtin.setup)'s C(network) subset (C(interfaces), C(default_ipv4),
+        C(all_ipv4_addresses), one entry per interface, ...), read by ansible-core's own Linux collector, so that a
+        role that reads its node anyway and needs its addresses learns them in the same call instead of a round of
+        fact gathering. The C(min) subset's facts are not set.
     type: bool
     default: false
 """
@@ -190,10 +199,15 @@ contents:
   type: dict
   sample: {"/var/lib/hpclab/slurm/slurmdbd-db.password": "c2VjcmV0Cg==", "/etc/absent": null}
 ansible_facts:
-  description: With O(hardware), the facts that M(hpclab.cluster.node_hardware_facts) returns, with its keys and values.
-  returned: when O(hardware) is true
+  description:
+    - With O(hardware), the facts that M(hpclab.cluster.node_hardware_facts) returns, with its keys and values.
+    - With O(network), the facts of M(ansible.builtin.setup)'s C(network) subset, under the names C(ansible_facts) gives
+      them (C(default_ipv4), not C(ansible_default_ipv4)).
+  returned: when O(hardware) or O(network) is true
   type: dict
-  sample: {"processor_vcpus": 4, "memtotal_mb": 7812, "hostname": "pi1", "nvidia_smi": "", "slurm_cgroup": {"version": "v2"}}
+  sample: {"processor_vcpus": 4, "memtotal_mb": 7812, "hostname": "pi1", "nvidia_smi": "", "slurm_cgroup": {"version": "v2"},
+           "default_ipv4": {"interface": "eth0", "address": "192.168.1.11", "network": "192.168.1.0", "prefix": "24"},
+           "all_ipv4_addresses": ["192.168.1.11"], "interfaces": ["lo", "eth0"]}
 """
 
 import base64
@@ -207,7 +221,7 @@ import stat
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.hpclab.cluster.plugins.module_utils._hardware import node_facts
+from ansible_collections.hpclab.cluster.plugins.module_utils._hardware import network_facts, node_facts
 
 # UnitFileState values of a unit that starts at boot or with something that does.
 ENABLED_STATES = ("enabled", "enabled-runtime", "static", "alias", "indirect", "generated")
@@ -408,6 +422,7 @@ def main():
             directory_contents=dict(type="list", elements="path", default=[]),
             contents=dict(type="list", elements="path", default=[]),
             hardware=dict(type="bool", default=False),
+            network=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
@@ -482,6 +497,8 @@ def main():
 
     if module.params["hardware"]:
         result["ansible_facts"] = node_facts(module)
+    if module.params["network"]:
+        result.setdefault("ansible_facts", {}).update(network_facts(module))
 
     module.exit_json(**result)
 

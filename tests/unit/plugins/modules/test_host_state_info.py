@@ -250,5 +250,29 @@ def test_hardware_sets_the_facts_node_hardware_facts_sets(capsys):
     assert result["changed"] is False
 
 
+# network: the facts of setup's network subset, from the same collector, under the names ansible_facts gives them.
+@pytest.mark.skipif(not (os.path.exists("/usr/sbin/ip") or os.path.exists("/sbin/ip")), reason="no ip command here")
+def test_network_sets_the_facts_of_setups_network_subset(capsys):
+    from ansible.modules import setup
+
+    result = run(capsys, network=True, hardware=True)
+    with patch_module_args({"gather_subset": ["!all", "!min", "network"]}), pytest.raises(SystemExit):
+        setup.main()
+    gathered = {k.removeprefix("ansible_"): v for k, v in json.loads(capsys.readouterr().out)["ansible_facts"].items()}
+    facts = result["ansible_facts"]
+    network = {k: v for k, v in facts.items() if k not in gathered or k in ("interfaces", "default_ipv4", "all_ipv4_addresses")}
+    # setup's network subset also sets a few platform facts; every network fact of ours is setup's, value for value,
+    # interface entries included (named with '_' for '-'), next to the hardware facts of the same call.
+    # (The interfaces sorted, as the controller shows setup's; run in-process here, setup lists them as it finds them.)
+    assert facts["interfaces"] == sorted(gathered["interfaces"])
+    for key in ("default_ipv4", "default_ipv6", "all_ipv4_addresses", "all_ipv6_addresses"):
+        assert facts[key] == gathered[key], key
+    for name in facts["interfaces"]:
+        assert facts[name.replace("-", "_")] == gathered[name.replace("-", "_")], name
+    assert "lo" in facts["interfaces"] and facts["interfaces"] == sorted(facts["interfaces"])
+    assert "processor_vcpus" in facts and network
+    assert result["changed"] is False
+
+
 def test_without_hardware_no_fact_is_set(capsys):
     assert "ansible_facts" not in run(capsys, paths=["/etc/hostname"])
