@@ -35,7 +35,7 @@ def preflight_problems(role, host_vars):
     """What preflight.yml's one assertion reports for gpu1 (no nvidia-smi, no local model paths)."""
     tasks = _load(ROOT / "roles" / "llm_serving" / "tasks" / "preflight.yml")
     check = next(task for task in tasks if "ansible.builtin.assert" in task)
-    registered = {"__llm_serving_local_paths": {"results": []}, "__llm_serving_nvidia_smi": {"skipped": True}}
+    registered = {"__llm_serving_local_read": {"skipped": True}, "__llm_serving_nvidia_smi": {"skipped": True}}
     return role.templar(host_vars=host_vars, extra=registered).template(trust_as_template(check["vars"]["__llm_serving_problems"]))
 
 

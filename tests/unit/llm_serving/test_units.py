@@ -298,7 +298,7 @@ def preflight_problems(role, host_vars, **registered):
 
     tasks = yaml.safe_load((Path(role.defaults_path).parent.parent / "tasks" / "preflight.yml").read_text())
     check = next(task for task in tasks if "ansible.builtin.assert" in task)
-    registered = {"__llm_serving_local_paths": {"results": []}, "__llm_serving_nvidia_smi": {"skipped": True}, **registered}
+    registered = {"__llm_serving_local_read": {"skipped": True}, "__llm_serving_nvidia_smi": {"skipped": True}, **registered}
     return role.templar(host_vars=host_vars, extra=registered).template(
         trust_as_template(check["vars"]["__llm_serving_problems"]))
 
@@ -346,11 +346,17 @@ def test_preflight_reads_the_gpus_nvidia_smi_found(role):
 
 
 def test_preflight_reads_what_is_on_the_host(role):
+    from ansible.template import trust_as_template
+
     host_vars = {"llm_serving_engine": "llama_cpp", "llm_serving_models": [{"name": "t", "port": 8101, "gguf_path": "/srv/t.gguf"}]}
-    stat = {"results": [{"item": "/srv/t.gguf", "stat": {"exists": False}}]}
-    assert "gguf_path /srv/t.gguf is missing on the host" in preflight_problems(role, host_vars, __llm_serving_local_paths=stat)[0]
-    stat["results"][0]["stat"] = {"exists": True, "isreg": True}
-    assert preflight_problems(role, host_vars, __llm_serving_local_paths=stat) == []
+    # The paths the read is asked for, and what it answers (host_state_info's attribute_paths, as stat: no link followed).
+    assert role.templar(host_vars=host_vars).template(trust_as_template("{{ __llm_serving_local_paths }}")) == ["/srv/t.gguf"]
+    read = {"paths": {"/srv/t.gguf": {"exists": False}}}
+    assert "gguf_path /srv/t.gguf is missing on the host" in preflight_problems(role, host_vars, __llm_serving_local_read=read)[0]
+    read["paths"]["/srv/t.gguf"] = {"exists": True, "isreg": False, "isdir": False, "islnk": True}
+    assert "gguf_path /srv/t.gguf is not a file on the host" in preflight_problems(role, host_vars, __llm_serving_local_read=read)[0]
+    read["paths"]["/srv/t.gguf"] = {"exists": True, "isreg": True, "isdir": False, "islnk": False}
+    assert preflight_problems(role, host_vars, __llm_serving_local_read=read) == []
 
 
 def test_preflight_passes_the_reserved_ports(role):
