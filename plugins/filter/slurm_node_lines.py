@@ -111,9 +111,10 @@ def _integer(where, key, value, minimum):
 def _fact(facts, host, key, minimum=1, required=True):
     # The fact as a top-level variable (INJECT_FACTS_AS_VARS), in ansible_facts (always), or set in the inventory.
     gathered = facts.get("ansible_facts") or {}
-    for candidate, found in ((f"ansible_{key}", facts), (f"ansible_facts.{key}", {f"ansible_facts.{key}": gathered.get(key)}), (key, facts)):
-        if candidate in found and found[candidate] is not None:
-            return _integer(f"host {host!r}: ", candidate, found[candidate], minimum)
+    for candidate, value in ((f"ansible_{key}", facts.get(f"ansible_{key}")), (f"ansible_facts.{key}", gathered.get(key)),
+                             (key, facts.get(key))):
+        if value is not None:
+            return _integer(f"host {host!r}: ", candidate, value, minimum)
     if required:
         _fail(f"host {host!r} has no ansible_{key} (or {key}); gather hardware facts for it")
     return None

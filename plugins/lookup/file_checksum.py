@@ -42,24 +42,12 @@ _raw:
   elements: str
 """
 
-import hashlib
 import os
 
 from ansible.errors import AnsibleError
 from ansible.plugins.lookup import LookupBase
 
-CHUNK = 1024 * 1024
-
-
-def sha256_file(path: str) -> str:
-    """The SHA-256 of the regular file PATH as hex digits, read in chunks; '' where there is no regular file."""
-    if not os.path.isfile(path):
-        return ""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+from ansible_collections.hpclab.cluster.plugins.module_utils._digest import sha256_file
 
 
 class LookupModule(LookupBase):
@@ -72,7 +60,7 @@ class LookupModule(LookupBase):
             except AnsibleError:
                 found = None
             try:
-                checksums.append(sha256_file(found) if found else "")
+                checksums.append(sha256_file(found) if found and os.path.isfile(found) else "")
             except OSError as e:
                 raise AnsibleError(f"cannot read {found}: {e}") from e
         return checksums

@@ -214,13 +214,13 @@ import base64
 import errno
 import glob
 import grp
-import hashlib
 import os
 import pwd
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.hpclab.cluster.plugins.module_utils._digest import sha256_file
 from ansible_collections.hpclab.cluster.plugins.module_utils._hardware import network_facts, node_facts
 
 # UnitFileState values of a unit that starts at boot or with something that does.
@@ -307,11 +307,7 @@ def path_state(path: str, checksum: bool = True) -> dict:
               "islnk": stat.S_ISLNK(st.st_mode), "pw_name": _name(pwd.getpwuid, st.st_uid),
               "gr_name": _name(grp.getgrgid, st.st_gid), "mode": "%04o" % stat.S_IMODE(st.st_mode)}
     if result["isreg"] and checksum:
-        digest = hashlib.sha256()
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 16), b""):
-                digest.update(block)
-        result["checksum"] = digest.hexdigest()
+        result["checksum"] = sha256_file(path)
     return result
 
 
