@@ -69,9 +69,9 @@ def test_export_lists(client, gluster_other, version):
 def test_read_file_written_through_gluster(client, gluster_other, version):
     content = f"through gluster {uuid.uuid4()}"
     gluster_other.check_output(f"echo '{content}' > {MOUNT}/from-gluster-v{version}.txt")
-    # GlusterFS's FUSE client may return from close() before the write reaches the bricks (write-behind's
-    # flush-behind, on by default), and Ganesha learns of another client's change by an upcall: a read right
-    # after the write may still see the new, empty file (CI saw that once over NFSv3). The content must arrive.
+    # Ganesha caches a file's attributes and learns of another client's change by an upcall, which comes
+    # asynchronously: a read right after the write may still see the new file empty (a clean-clone run saw
+    # that once over NFSv3). The content must arrive, within seconds.
     seen = None
     deadline = time.monotonic() + 20
     while seen != content and time.monotonic() < deadline:
