@@ -381,13 +381,14 @@ def directory_contents(path: str) -> dict:
 
 def file_content(path: str):
     """The base64 content of the regular file PATH; None where there is none (nothing there, a directory, a link:
-    O_NOFOLLOW, and a file replaced by a link since an lstat is not read either)."""
+    O_NOFOLLOW, and a file replaced by a link since an lstat is not read either; a FIFO or a socket: O_NONBLOCK, so
+    that opening one neither waits for a writer nor fails the read)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
         return None
     except OSError as e:
-        if e.errno == errno.ELOOP:
+        if e.errno in (errno.ELOOP, errno.ENXIO):
             return None
         raise
     if not stat.S_ISREG(os.fstat(fd).st_mode):

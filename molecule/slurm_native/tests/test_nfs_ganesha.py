@@ -72,11 +72,12 @@ def test_read_file_written_through_gluster(client, gluster_other, version):
     # Ganesha caches a file's attributes and learns of another client's change by an upcall, which comes
     # asynchronously: a read right after the write may still see the new file empty (a clean-clone run saw
     # that once over NFSv3). The content must arrive, within seconds.
-    seen = None
+    read = url(f"from-gluster-v{version}.txt", version)
+    seen = client.check_output("nfs-cat %s", read)
     deadline = time.monotonic() + 20
     while seen != content and time.monotonic() < deadline:
-        time.sleep(0 if seen is None else 0.5)
-        seen = client.check_output("nfs-cat %s", url(f"from-gluster-v{version}.txt", version))
+        time.sleep(0.5)
+        seen = client.check_output("nfs-cat %s", read)
     assert seen == content
 
 

@@ -7,6 +7,7 @@ import base64
 import hashlib
 import json
 import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -216,6 +217,16 @@ def test_contents_of_files_as_slurp_returns_them(tmp_path, capsys):
         str(tmp_path / "link"): None, str(tmp_path / "none" / "deeper"): None,
     }
     assert result["changed"] is False
+
+
+def test_contents_of_a_fifo_or_a_socket_are_none_without_waiting(tmp_path, capsys):
+    """A FIFO with no writer (opening it for reading would wait for one) and a socket (which cannot be opened) hold no
+    file: null, as for a directory."""
+    os.mkfifo(tmp_path / "fifo")
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(tmp_path / "sock"))
+        result = run(capsys, contents=[str(tmp_path / "fifo"), str(tmp_path / "sock")])
+    assert result["contents"] == {str(tmp_path / "fifo"): None, str(tmp_path / "sock"): None}
 
 
 def test_globs_list_the_regular_files_as_find_does(tmp_path, capsys):
