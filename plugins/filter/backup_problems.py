@@ -21,6 +21,12 @@ description:
     inside a backed-up path nor holds one."
   - "Password: (6) C(backup_password) is set and (7) has no blank at either end (restic strips them from the
     password file, not from the password it initialises the repository with)."
+  - "Where the role writes: (19) C(backup_dump_dir) lies below C(/var/lib/hpclab/backup) and
+    C(backup_password_file) below C(/etc/hpclab/backup), the directories this role owns (it makes the dumps' directory
+    root-only and deletes the C(*.sql) files in it before each backup; it writes the password file, and the
+    repository file C(restic.repository) beside it, for root only), and the password file is not named
+    C(restic.repository); (20) C(backup_dump_dir) neither lies inside nor holds another saved path or
+    C(backup_home_root)."
   - "What is saved: (8) every path of C(backup_paths), C(backup_extra_paths), C(backup_slurm_state_dir) (when
     set) and C(backup_dump_dir) is a canonical absolute path without blanks, quotes or glob characters; (9) it
     exists on the host (restic 0.14 skips a missing path and still succeeds); (10) C(backup_exclude) is a list
@@ -109,6 +115,27 @@ SUPPORTED = ("local:", "sftp:", "rest:")
 OTHER_BACKENDS = ("s3:", "swift:", "b2:", "azure:", "gs:", "rclone:")
 # user:password@ in a URL.
 _USERINFO = re.compile(r"(//[^/@:]*):[^/@]*@")
+# The directories this role owns, below which its own directories and files must lie: it makes them root-only and
+# deletes files in them (the dumps' *.sql before each backup, a restore's staging copy after it). Other roles keep
+# their files in /var/lib/hpclab and /etc/hpclab; a system or another service's directory (/tmp, /etc, /root,
+# /var/lib/mysql, a home) must never become root-only 0700 or lose its *.sql files.
+ROLE_DIRS = {
+    "backup_dump_dir": "/var/lib/hpclab/backup",
+    "backup_restore_staging_dir": "/var/lib/hpclab/backup",
+    "backup_password_file": "/etc/hpclab/backup",
+}
+# What the role does with each of them, for the messages, and the default to keep.
+_ROLE_USES = {
+    "backup_dump_dir": ("it makes the directory root-only (0700) and deletes the *.sql files in it before each backup",
+                        "/var/lib/hpclab/backup/dumps (mount a bigger disk there if the dumps need room)"),
+    "backup_restore_staging_dir": ("it makes the directory root-only and removes each restore's copy from it",
+                                   "/var/lib/hpclab/backup/restore"),
+    "backup_password_file": ("it writes the password, and the repository file restic.repository beside it, for root only",
+                             "/etc/hpclab/backup/restic.password"),
+}
+# Beside backup_password_file: the repository location, which may hold a REST server's password (RESTIC_REPOSITORY_FILE,
+# restic 0.10 and later), so that the backup script does not.
+REPOSITORY_FILE_NAME = "restic.repository"
 
 
 def redact(location):
@@ -132,6 +159,39 @@ def _inside(path, root):
     return path == root or root == "/" or path.startswith(root.rstrip("/") + "/")
 
 
+def placement_problem(variable, path, holds=(), inside=()):
+    """Why PATH, the value of the role's VARIABLE (dump or staging directory, password file), is not a place this role
+    may own, or None. HOLDS: (name, path) pairs, the saved paths, that PATH must not be nor hold (a saved '/' holds
+    everything, which is fine); INSIDE: pairs, the home root and one another, that PATH must neither be, hold nor lie in."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import is_within, path_problem
+    use, default = _ROLE_USES[variable]
+    reason = path_problem(path)
+    if reason:
+        return f"{variable} {path!r} {reason}. Fix: keep the default {default}."
+    owned = ROLE_DIRS[variable]
+    if path == owned or not is_within(path, owned):
+        return (f"{variable} {path} does not lie below {owned}, the directory this role owns ({use}). "
+                f"Fix: keep the default {default}.")
+    if variable == "backup_password_file" and path.rsplit("/", 1)[1] == REPOSITORY_FILE_NAME:
+        return (f"{variable} {path} is named {REPOSITORY_FILE_NAME}, the file beside it that holds the repository's "
+                f"location. Fix: keep the default {default}.")
+    pairs = [(name, other, False) for name, other in holds] + [(name, other, True) for name, other in inside]
+    for name, saved, both_ways in pairs:
+        if not isinstance(saved, str) or not saved.startswith("/"):
+            continue
+        if is_within(saved, path) or both_ways and is_within(path, saved):
+            return (f"{variable} {path} and {name} {saved} lie inside one another ({use}). "
+                    f"Fix: keep the default {default}, or give {name} a path outside it.")
+    return None
+
+
+def listed_paths(settings):
+    """(variable, path) of each path of backup_paths, backup_extra_paths and backup_slurm_state_dir, for the messages."""
+    pairs = [(variable, path) for variable in ("backup_paths", "backup_extra_paths")
+             for path in (settings.get(variable) if isinstance(settings.get(variable), list) else [])]
+    return pairs + ([("backup_slurm_state_dir", settings["backup_slurm_state_dir"])] if settings.get("backup_slurm_state_dir") else [])
+
+
 def saved_paths(settings):
     """Every path the backup script saves, in order: the paths, the extra paths, the state directory, the dumps."""
     paths = list(settings.get("backup_paths") or []) + list(settings.get("backup_extra_paths") or [])
@@ -145,7 +205,7 @@ def saved_paths(settings):
 def backup_problems(settings, host, paths_found=None, repository_stat=None, parent_stat=None, writable=None,
                     schedule_probe=None, database_probe=None, check_mode=False):
     """Filter entry point: see DOCUMENTATION."""
-    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import path_problem, to_int
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import to_int
     if not isinstance(settings, Mapping):
         raise AnsibleFilterError(f"backup_problems: input must be a dict of the role's variables, got {type(settings).__name__}")
     problems = []
@@ -172,12 +232,18 @@ def backup_problems(settings, host, paths_found=None, repository_stat=None, pare
     if state_dir:
         good_paths += _check_path(problem, "backup_slurm_state_dir", state_dir, paths_found, check_mode)
     databases = settings.get("backup_mariadb_databases") or []
-    if databases:
-        reason = path_problem(settings.get("backup_dump_dir"))
+    # The script empties the dumps' directory and configure.yml makes it root-only also without databases.
+    dump_dir = settings.get("backup_dump_dir")
+    reason = placement_problem("backup_dump_dir", dump_dir, holds=listed_paths(settings),
+                               inside=[("backup_home_root", settings.get("backup_home_root"))])
+    if reason:
+        problem(reason)
+    elif databases:
+        good_paths.append(dump_dir)
+    if "backup_password_file" in settings:
+        reason = placement_problem("backup_password_file", settings["backup_password_file"])
         if reason:
-            problem(f"backup_dump_dir {settings.get('backup_dump_dir')!r} {reason}. Fix: keep the default /var/lib/hpclab/backup/dumps.")
-        else:
-            good_paths.append(settings["backup_dump_dir"])
+            problem(reason)
 
     _check_repository(problem, settings.get("backup_repository"), good_paths, repository_stat, parent_stat, writable, check_mode)
 

@@ -18,10 +18,16 @@ description:
     and C(backup_password) are set; (3) C(backup_restore_snapshot) is C(latest) or a snapshot ID (8 to 64 hex digits,
     as C(restic snapshots) shows it); (4) C(backup_restore_home) is a user name (as useradd takes it) and
     C(backup_home_root) a canonical absolute path; (5) C(backup_restore_target) is empty (in place) or a canonical
-    absolute path; (6) the accounting database is asked only where C(backup_mariadb_databases) names one."
+    absolute path; (6) the accounting database is asked only where C(backup_mariadb_databases) names one;
+    (10) a home is restored on one host only (O(play_hosts)): several backup hosts that save the same shared home
+    would each write it back from their own snapshot at once; (11) for a home in place,
+    C(backup_restore_staging_dir) lies below C(/var/lib/hpclab/backup), the directory the role owns, holds no path
+    of C(backup_paths) or C(backup_extra_paths), and neither holds nor lies in C(backup_home_root) or
+    C(backup_dump_dir)."
   - "What the repository holds (when O(snapshots) is given): (7) a snapshot matches C(backup_restore_snapshot);
     (8) it holds the home C(backup_home_root/USER) as a directory; (9) it holds the dump C(backup_dump_dir/DB.sql)
-    of every database of C(backup_mariadb_databases)."
+    of every database of C(backup_mariadb_databases); (12) a home to restore in place is not owned by root in the
+    snapshot (the copy back runs as the home's owner, so that it cannot write outside what the user may write)."
 options:
   _input:
     description: The role's variables by name (C(backup_restore_*), C(backup_home_root), C(backup_repository), C(backup_password),
@@ -40,6 +46,10 @@ options:
     description: The output of C(restic ls --json SNAPSHOT PATH) (JSON lines) for each path to restore, by path.
     type: dict
     default: {}
+  play_hosts:
+    description: Every host the restore runs on (C(ansible_play_hosts_all)); V(None) when not known.
+    type: list
+    elements: str
 """
 
 EXAMPLES = r"""
@@ -77,6 +87,11 @@ SNAPSHOT_ID = re.compile(r"^[0-9a-f]{8,64}\Z")
 
 def listed_nodes(text):
     """{path: type} of the nodes in the JSON lines of `restic ls --json` (the snapshot line is left out)."""
+    return {path: item.get("type") for path, item in _listed_items(text).items()}
+
+
+def _listed_items(text):
+    """{path: node} of the nodes in the JSON lines of `restic ls --json`."""
     nodes = {}
     for line in str(text or "").splitlines():
         line = line.strip()
@@ -87,7 +102,7 @@ def listed_nodes(text):
         except ValueError as exc:
             raise AnsibleFilterError(f"backup_restore_problems: a line of restic ls --json is not JSON: {line[:80]!r}") from exc
         if isinstance(item, Mapping) and item.get("struct_type") == "node" and "path" in item:
-            nodes[item["path"]] = item.get("type")
+            nodes[item["path"]] = item
     return nodes
 
 
@@ -101,8 +116,9 @@ def dump_path(settings, database):
     return f"{str(settings.get('backup_dump_dir', '')).rstrip('/')}/{database}.sql"
 
 
-def backup_restore_problems(settings, host, snapshots=None, listed=None):
+def backup_restore_problems(settings, host, snapshots=None, listed=None, play_hosts=None):
     """Filter entry point: see DOCUMENTATION."""
+    from ansible_collections.hpclab.cluster.plugins.filter.backup_problems import listed_paths, placement_problem
     from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import USER_NAME, USER_NAME_MAX, path_problem
     if not isinstance(settings, Mapping):
         raise AnsibleFilterError(f"backup_restore_problems: input must be a dict of the role's variables, got {type(settings).__name__}")
@@ -138,6 +154,18 @@ def backup_restore_problems(settings, host, snapshots=None, listed=None):
         if reason:
             problem(f"backup_restore_target {target!r} {reason}. Fix: leave it empty to restore in place, or give a directory "
                     "such as /root/restored.")
+    hosts = list(play_hosts or [])
+    if user and len(hosts) > 1:
+        problem(f"backup_restore_home {user!r} would be restored on {len(hosts)} hosts at once ({', '.join(map(str, hosts))}), "
+                "each from its own snapshot into the same home. Fix: name the host whose backup to restore from with "
+                "-e restore_host=HOST.")
+    if user and not target:
+        reason = placement_problem("backup_restore_staging_dir", settings.get("backup_restore_staging_dir"),
+                                   holds=listed_paths(settings),
+                                   inside=[("backup_home_root", settings.get("backup_home_root")),
+                                           ("backup_dump_dir", settings.get("backup_dump_dir"))])
+        if reason:
+            problem(reason)
     if database and not databases:
         problem("backup_restore_accounting_db is true but backup_mariadb_databases is empty: no database was dumped. "
                 "Fix: give the databases the backups dumped (default [slurm_acct_db]).")
@@ -158,9 +186,14 @@ def backup_restore_problems(settings, host, snapshots=None, listed=None):
     listed = listed or {}
     if user:
         path = home_path(settings)
-        if listed_nodes(listed.get(path)).get(path) != "dir":
+        node = _listed_items(listed.get(path)).get(path) or {}
+        if node.get("type") != "dir":
             problem(f"backup_restore_home {user!r}: {name} holds no directory {path}. Fix: check the name, or give an older "
                     "snapshot with -e restore_snapshot=ID ('restic ls ID " + path + "' shows what one holds).")
+        elif not target and node.get("uid") == 0:
+            problem(f"backup_restore_home {user!r}: in {name} the home {path} is owned by root, and the copy back in place runs "
+                    "as the home's owner. Fix: restore it below a directory with -e restore_target=/root/restored and move "
+                    "the files by hand.")
     if database:
         for db in databases:
             path = dump_path(settings, db)

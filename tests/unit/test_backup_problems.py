@@ -31,6 +31,8 @@ def settings(**overrides):
         "backup_mariadb_exec": ["docker", "exec", "-i", "node1-mariadb"],
         "backup_mariadb_databases": DEFAULTS["backup_mariadb_databases"],
         "backup_dump_dir": DEFAULTS["backup_dump_dir"],
+        "backup_password_file": DEFAULTS["backup_password_file"],
+        "backup_home_root": "/gfsv/home",
         "backup_slurm_state_dir": "/var/lib/hpclab/slurm/slurmctld",
         "backup_retention": DEFAULTS["backup_retention"],
         "backup_schedule": DEFAULTS["backup_schedule"],
@@ -98,6 +100,29 @@ def test_no_probe_is_no_problem():
         ({"backup_extra_paths": ["srv"]}, "backup_extra_paths: 'srv' is not an absolute path"),
         ({"backup_slurm_state_dir": "spool/slurmctld"}, "backup_slurm_state_dir: 'spool/slurmctld' is not an absolute path"),
         ({"backup_dump_dir": "dumps"}, "backup_dump_dir 'dumps' is not an absolute path"),
+        # The role makes the dumps' directory root-only and deletes its *.sql files: only below its own directory.
+        ({"backup_dump_dir": "/tmp"}, "backup_dump_dir /tmp does not lie below /var/lib/hpclab/backup, the directory this role owns"),
+        ({"backup_dump_dir": "/var/lib/mysql"}, "backup_dump_dir /var/lib/mysql does not lie below /var/lib/hpclab/backup"),
+        ({"backup_dump_dir": "/etc"}, "does not lie below /var/lib/hpclab/backup"),
+        ({"backup_dump_dir": "/root/dumps"}, "does not lie below /var/lib/hpclab/backup"),
+        ({"backup_dump_dir": "/gfsv/home"}, "does not lie below /var/lib/hpclab/backup"),
+        ({"backup_dump_dir": "/var/lib/hpclab/backup"}, "does not lie below /var/lib/hpclab/backup"),
+        ({"backup_dump_dir": "/var/lib/hpclab/backupx"}, "does not lie below /var/lib/hpclab/backup"),
+        ({"backup_dump_dir": "/var/lib/hpclab/slurm"}, "does not lie below /var/lib/hpclab/backup"),
+        ({"backup_dump_dir": "/tmp", "backup_mariadb_databases": [], "backup_mariadb_exec": []},
+         "backup_dump_dir /tmp does not lie below"),  # the script empties it also without databases
+        ({"backup_extra_paths": ["/var/lib/hpclab/backup/dumps/keep"]},
+         "backup_dump_dir /var/lib/hpclab/backup/dumps and backup_extra_paths /var/lib/hpclab/backup/dumps/keep lie inside one another"),
+        ({"backup_home_root": "/var/lib/hpclab/backup"},
+         "backup_dump_dir /var/lib/hpclab/backup/dumps and backup_home_root /var/lib/hpclab/backup lie inside one another"),
+        ({"backup_home_root": "/var/lib/hpclab/backup/dumps/home"}, "and backup_home_root /var/lib/hpclab/backup/dumps/home lie inside"),
+        # The role writes the password file and makes its directory: only below its own directory.
+        ({"backup_password_file": "/etc/shadow"}, "backup_password_file /etc/shadow does not lie below /etc/hpclab/backup"),
+        ({"backup_password_file": "/root/restic.password"}, "backup_password_file /root/restic.password does not lie below"),
+        ({"backup_password_file": "/tmp/restic.password"}, "does not lie below /etc/hpclab/backup"),
+        ({"backup_password_file": "/etc/hpclab/backup"}, "does not lie below /etc/hpclab/backup"),
+        ({"backup_password_file": "restic.password"}, "backup_password_file 'restic.password' is not an absolute path"),
+        ({"backup_password_file": "/etc/hpclab/backup/restic.repository"}, "is named restic.repository"),
         ({"backup_exclude": "*.tmp"}, "backup_exclude must be a list of non-empty restic patterns"),
         ({"backup_exclude": [""]}, "backup_exclude must be a list"),
         ({"backup_mariadb_exec": "docker exec"}, "backup_mariadb_exec 'docker exec' is not a list of words"),
@@ -144,12 +169,26 @@ def test_bad_input(overrides, expected):
         {"backup_randomized_delay": "300"},
         {"backup_exclude": ["/gfsv/home/*/.cache"]},
         {"backup_mariadb_databases": ["slurm_acct_db", "slurm_jobcomp_db"]},
+        {"backup_dump_dir": "/var/lib/hpclab/backup/db/dumps"},
+        {"backup_password_file": "/etc/hpclab/backup/keys/restic.password"},
+        {"backup_extra_paths": ["/var/lib/hpclab"]},  # a saved path may hold the dumps' directory
+        {"backup_repository": "/var/lib/hpclab/backup-repo"},  # molecule/slurm's
     ],
 )
 def test_good_variants(overrides):
     probe = {**DATABASES, "stdout_lines": DATABASES["stdout_lines"] + ["slurm_jobcomp_db"]}
     values = settings(**overrides)
     assert check(values, paths_found={p: True for p in saved_paths(values)}, database_probe=probe) == []
+
+
+def test_defaults_and_inventories_pass():
+    """The role's defaults, with each inventory's backup settings in the repository."""
+    values = settings(backup_dump_dir=DEFAULTS["backup_dump_dir"], backup_password_file=DEFAULTS["backup_password_file"])
+    assert check(values) == []
+    for inventory in ("inventory/example/group_vars/backup.yml",):
+        group_vars = yaml.safe_load((ROOT / inventory).read_text())
+        overrides = {k: v for k, v in group_vars.items() if k.startswith("backup_") and "{{" not in str(v)}
+        assert check(settings(**overrides)) == [], inventory
 
 
 def test_nothing_to_save():

@@ -35,6 +35,9 @@ def settings(**overrides):
         "backup_password": SECRET,
         "backup_mariadb_databases": ["slurm_acct_db"],
         "backup_dump_dir": "/var/lib/hpclab/backup/dumps",
+        "backup_restore_staging_dir": "/var/lib/hpclab/backup/restore",
+        "backup_paths": ["/gfsv/home", "/etc/hpclab"],
+        "backup_extra_paths": [],
     }
     return {**base, **overrides}
 
@@ -71,6 +74,11 @@ def test_listed_nodes_refuses_what_is_not_json():
         {"backup_restore_snapshot": "6a8f478827d8e39a42384816b5fb6b993915b347cd6f41502450113bf679115f"},
         {"backup_restore_target": "/root/restored"},
         {"backup_home_root": "/gfsv/home"},
+        # The staging directory is used only for a home in place.
+        {"backup_restore_target": "/root/restored", "backup_restore_staging_dir": "/tmp"},
+        {"backup_restore_home": "", "backup_restore_staging_dir": "/tmp"},
+        {"backup_restore_staging_dir": "/var/lib/hpclab/backup/staging"},
+        {"backup_extra_paths": ["/var/lib/hpclab"]},
     ],
 )
 def test_good_input(overrides):
@@ -96,6 +104,18 @@ def test_good_input(overrides):
         ({"backup_restore_target": "restored"}, "backup_restore_target 'restored' is not an absolute path"),
         ({"backup_restore_target": "/root/re stored"}, "has a blank"),
         ({"backup_mariadb_databases": []}, "backup_restore_accounting_db is true but backup_mariadb_databases is empty"),
+        # The role makes the staging directory root-only and removes what is in it: only below its own directory.
+        ({"backup_restore_staging_dir": "/tmp"},
+         "backup_restore_staging_dir /tmp does not lie below /var/lib/hpclab/backup, the directory this role owns"),
+        ({"backup_restore_staging_dir": "/gfsv/home/staging"}, "does not lie below /var/lib/hpclab/backup"),
+        ({"backup_restore_staging_dir": "/var/lib/mysql"}, "does not lie below /var/lib/hpclab/backup"),
+        ({"backup_restore_staging_dir": "/var/lib/hpclab/backup"}, "does not lie below /var/lib/hpclab/backup"),
+        ({"backup_restore_staging_dir": "restore"}, "backup_restore_staging_dir 'restore' is not an absolute path"),
+        ({"backup_restore_staging_dir": "/var/lib/hpclab/backup/dumps"},
+         "backup_restore_staging_dir /var/lib/hpclab/backup/dumps and backup_dump_dir /var/lib/hpclab/backup/dumps lie inside one another"),
+        ({"backup_restore_staging_dir": "/var/lib/hpclab/backup/dumps/restore"}, "and backup_dump_dir /var/lib/hpclab/backup/dumps lie inside"),
+        ({"backup_dump_dir": "/var/lib/hpclab/backup/restore/dumps"}, "and backup_dump_dir /var/lib/hpclab/backup/restore/dumps lie inside"),
+        ({"backup_extra_paths": ["/var/lib/hpclab/backup/restore/keep"]}, "and backup_extra_paths /var/lib/hpclab/backup/restore/keep lie inside"),
     ],
 )
 def test_bad_input(overrides, expected):
@@ -157,3 +177,37 @@ def test_dump_missing_in_snapshot():
 def test_not_listed_at_all_is_missing():
     problems = PROBLEMS(settings(), host="node1", snapshots=SNAPSHOTS, listed={})
     assert len(problems) == 2
+
+
+# --- one host, and never as root ------------------------------------------------------------------------------------
+
+
+def test_a_home_is_restored_on_one_host_only():
+    """Two backup hosts saving the same shared home would each copy it back at once, from their own snapshot."""
+    (problem,) = PROBLEMS(settings(), host="node1", play_hosts=["node1", "node2"])
+    assert problem == (
+        "node1: backup_restore_home 'alice' would be restored on 2 hosts at once (node1, node2), each from its own snapshot "
+        "into the same home. Fix: name the host whose backup to restore from with -e restore_host=HOST."
+    )
+
+
+@pytest.mark.parametrize(
+    "overrides, play_hosts",
+    [
+        ({}, ["node1"]),
+        ({}, None),
+        ({"backup_restore_home": ""}, ["node1", "node2"]),  # each host's own accounting database
+    ],
+)
+def test_one_host_or_no_home_is_fine(overrides, play_hosts):
+    assert PROBLEMS(settings(**overrides), host="node1", play_hosts=play_hosts) == []
+
+
+def test_a_home_owned_by_root_is_not_copied_back_in_place():
+    """The copy back runs as the home's owner (restore_home.yml): as root it would write through the user's symlinks."""
+    listed = {HOME: LS_HOME.replace('"path":"/gfsv/home/alice","uid":1001', '"path":"/gfsv/home/alice","uid":0'), DUMP: LS_DUMP}
+    (problem,) = PROBLEMS(settings(), host="node1", snapshots=SNAPSHOTS, listed=listed)
+    assert problem.startswith("node1: backup_restore_home 'alice': in snapshot 6a8f4788 (2026-12-02 09:04:01) the home "
+                              "/gfsv/home/alice is owned by root")
+    assert "-e restore_target=" in problem
+    assert PROBLEMS(settings(backup_restore_target="/root/restored"), host="node1", snapshots=SNAPSHOTS, listed=listed) == []

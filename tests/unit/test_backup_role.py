@@ -86,13 +86,14 @@ def test_restore_paths(role):
 
 
 CONTAINER_SCRIPT_LINES = [
-    "export RESTIC_REPOSITORY=/mnt/backup/restic",
+    "unset RESTIC_REPOSITORY",
+    "export RESTIC_REPOSITORY_FILE=/etc/hpclab/backup/restic.repository",
     "export RESTIC_PASSWORD_FILE=/etc/hpclab/backup/restic.password",
     "paths=( /gfsv/home /etc/hpclab '/srv/my data' /var/lib/hpclab/slurm/slurmctld /var/lib/hpclab/backup/dumps )",
     "databases=( slurm_acct_db )",
     "db_exec=( docker exec -i node1-mariadb )",
     "restic backup --tag hpclab --host node1 \\",
-    "  --exclude /etc/hpclab/backup/restic.password --exclude '/gfsv/home/*/.cache' \\",
+    "  --exclude /etc/hpclab/backup/restic.password --exclude /etc/hpclab/backup/restic.repository --exclude '/gfsv/home/*/.cache' \\",
     "restic forget --prune --tag hpclab --host node1 --group-by host,tags \\",
     "  --keep-daily 7 --keep-weekly 4 --keep-monthly 6",
     "restic check",
@@ -111,6 +112,57 @@ def test_script(role):
         assert line in lines, line
     assert "vaulted" not in script
     assert "set -euo pipefail" in lines
+
+
+def test_repository_url_is_not_in_the_script(role):
+    """--check --diff shows the script: a REST server's password in the URL stays in the root-only repository file."""
+    host_vars = {**HOST_VARS, "backup_repository": "rest:https://backup:s3cr3t-url-pw@nas:8000/hpclab"}
+    script = role.render("hpclab-backup.j2", host_vars=host_vars)
+    assert "s3cr3t-url-pw" not in script and "nas:8000" not in script
+    assert role.evaluate("__backup_repository_file", host_vars=host_vars) == "/etc/hpclab/backup/restic.repository"
+    tasks = yaml.safe_load((ROLE / "tasks" / "configure.yml").read_text())
+    (written,) = [t for t in tasks if "backup_repository" in str(t.get("ansible.builtin.copy", {}).get("content", ""))]
+    assert written["ansible.builtin.copy"]["dest"] == "{{ __backup_repository_file }}"
+    assert (written["ansible.builtin.copy"]["mode"], written["no_log"], written["diff"]) == ("0600", True, False)
+    for task in tasks:  # nothing else writes it or the password
+        if task is not written and "backup_password_file" not in str(task.get("ansible.builtin.copy", {}).get("dest", "")):
+            assert "backup_repository" not in str(task), task["name"]
+
+
+def _restore_home_tasks():
+    """Every task of tasks/restore_home.yml, blocks flattened, by name."""
+    def flatten(tasks):
+        for task in tasks:
+            yield task
+            for key in ("block", "rescue", "always"):
+                yield from flatten(task.get(key, []))
+    return {t["name"]: t for t in flatten(yaml.safe_load((ROLE / "tasks" / "restore_home.yml").read_text()))}
+
+
+def test_home_is_copied_back_as_its_owner():
+    """As root, cp -a would write through a symlink the user planted in the home and chown its target to the user."""
+    argv = _restore_home_tasks()["restore_home | Write the home back in place"]["ansible.builtin.command"]["argv"]
+    assert argv[:5] == ["setpriv", "--reuid={{ __backup_restore_staged.stat.uid }}", "--regid={{ __backup_restore_staged.stat.gid }}",
+                        "--clear-groups", "--"]
+    assert argv[5:] == ["cp", "-a", "--remove-destination", "--", "{{ __backup_restore_staged_home }}/.", "{{ __backup_restore_home_path }}"]
+
+
+def test_staging_copy_passable_by_the_owner_only(role):
+    extra = {"backup_restore_home": "alice", "__backup_restore_id": "6a8f478827d8e39a42384816b5fb6b993915b347cd6f41502450113bf679115f"}
+    staging = "/var/lib/hpclab/backup/restore/6a8f4788"
+    assert role.evaluate("__backup_restore_staged_home", extra=extra) == staging + "/gfsv/home/alice"
+    assert role.evaluate("__backup_restore_staged_parents", extra=extra) == [staging, staging + "/gfsv", staging + "/gfsv/home"]
+    tasks = _restore_home_tasks()
+    passage = tasks["restore_home | Let the home's owner pass through the staging copy to the home in it"]["ansible.builtin.file"]
+    assert (passage["owner"], passage["group"], passage["mode"]) == ("root", "{{ __backup_restore_staged.stat.gid }}", "0710")
+    dirs = tasks["restore_home | Directory of the staging copies"]["loop"]
+    assert dirs == [{"path": "{{ backup_restore_staging_dir | dirname }}", "mode": "0755"}, {"path": "{{ backup_restore_staging_dir }}", "mode": "0711"}]
+
+
+def test_restore_checks_the_play_hosts():
+    """A home restored on several backup hosts at once is refused (filter backup_restore_problems, play_hosts)."""
+    first = yaml.safe_load((ROLE / "tasks" / "restore.yml").read_text())[0]
+    assert "play_hosts=ansible_play_hosts_all" in " ".join(first["vars"]["__backup_restore_problems"].split())
 
 
 def test_script_without_databases_or_check(role):

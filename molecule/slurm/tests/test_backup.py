@@ -99,6 +99,26 @@ def test_deleted_files_and_a_dropped_database_come_back_with_the_restore_playboo
     assert wait_for("sacct to list the old job again", lambda: sacct_job(JOB["id"]) == "COMPLETED")
 
 
+def test_a_symlink_planted_in_the_home_does_not_lead_the_restore_out_of_it(host):
+    """alice replaced a file of her home with a link to a root-only file and asked for her home back: the copy runs as
+    her, so the link is replaced by the snapshot's file, and the file it pointed to is neither written nor hers."""
+    notes = f"{DATA}/sub/notes.txt"
+    assert notes in WRITTEN, "needs the backup of the tests before"
+    canary = "/root/hpclab-backup-canary"
+    host.check_output(f"printf 'root only\\n' > {canary} && chmod 0600 {canary}")
+    before = host.file(canary).sha256sum
+    host.check_output(f"rm -f {notes} && ln -s {canary} {notes} && chown -h 2001:2001 {notes}")
+
+    run = run_playbook(RESTORE_PLAYBOOK, extra_vars={"restore_home": USER})
+    assert run.rc == 0, run
+
+    target = host.file(canary)
+    assert (target.sha256sum, target.uid, target.gid, target.mode) == (before, 0, 0, 0o600)
+    restored = host.file(notes)
+    assert not restored.is_symlink and restored.sha256sum == WRITTEN[notes]
+    assert (restored.uid, restored.gid) == (2001, 2001)
+
+
 def test_a_backup_run_that_changes_nothing_restarts_nothing(host):
     timer_since = host.check_output("systemctl show -p ActiveEnterTimestampMonotonic --value hpclab-backup.timer")
     run = run_playbook(BACKUP_PLAYBOOK)
