@@ -27,7 +27,9 @@ description:
     is 1 to 64 letters, digits and C(._-); (13) C(monitoring_web_password) is empty (the monitoring host keeps or
     generates one) or 16 to 72 letters, digits and C(-._+/=@%^) (bcrypt reads 72 bytes), and not empty where
     O(password_required); its value is never part of a message; (14) C(monitoring_web_password_file) is an
-    absolute path."
+    absolute path; (15) every entry of C(monitoring_collectors) is a layer the collector script reads (C(slurm),
+    C(gluster), C(munge), C(ganesha), C(nfs_exports), C(llm)); (16) C(monitoring_collector_timeout) is a whole number
+    of seconds of at least 1."
 options:
   _input:
     description: The role's variables by name (C(monitoring_*)), as the role passes them.
@@ -111,6 +113,9 @@ LISTEN_ADDRESSES = (("monitoring_listen_address", True), ("monitoring_node_expor
 # characters, all bcrypt reads.
 WEB_USERNAME = re.compile(r"^[A-Za-z0-9._-]{1,64}\Z")
 BCRYPT_MAX = 72
+# The layers the collector script reads (roles/monitoring/files/hpclab_metrics.py COLLECTORS; a unit test keeps
+# the two the same): a name it does not know only fails as a collector, and the layer meant is never read.
+COLLECTOR_LAYERS = ("slurm", "gluster", "munge", "ganesha", "nfs_exports", "llm")
 
 
 def duration_seconds(value):
@@ -181,10 +186,12 @@ def monitoring_problems(
         for key, value in alert_for.items():
             if duration_seconds(value) is None:
                 problem(f"monitoring_alert_for.{key} {value!r} is not a Prometheus duration. Fix: write e.g. '5m' ('0s' fires at once).")
-    interval = settings.get("monitoring_collector_interval")
-    seconds = to_int(interval)
-    if seconds is None or seconds < 1 or str(interval).strip() != str(seconds):
-        problem(f"monitoring_collector_interval {interval!r} is not a whole number of seconds of at least 1. Fix: keep the default 60.")
+    for variable, default in (("monitoring_collector_interval", 60), ("monitoring_collector_timeout", 20)):
+        value = settings.get(variable)
+        seconds = to_int(value)
+        if seconds is None or seconds < 1 or str(value).strip() != str(seconds):
+            problem(f"{variable} {value!r} is not a whole number of seconds of at least 1. Fix: keep the default {default}.")
+    _collector_problems(settings.get("monitoring_collectors"), problem)
 
     reserved = _ranges(reserved_ports)
     mine = {}
@@ -237,6 +244,22 @@ def monitoring_problems(
             problem(f"{variable} {value} is not an address of this host ({', '.join(sorted(map(str, own)))}). Fix: give its address on the cluster network.")
     _web_problems(settings, password_required, problem)
     return problems
+
+
+def _collector_problems(collectors, problem):
+    """Rule 15: the layers the collector script is to read on this host."""
+    known = ", ".join(COLLECTOR_LAYERS)
+    if collectors is None:
+        return
+    if isinstance(collectors, (str, bytes)) or not isinstance(collectors, (list, tuple)):
+        problem(f"monitoring_collectors {collectors!r} is not a list of layers. Fix: give a list of {known}, or leave the default (from the node's groups).")
+        return
+    for name in collectors:
+        if name not in COLLECTOR_LAYERS:
+            problem(
+                f"monitoring_collectors has {name!r}, which is not a layer the collectors read ({known}). Fix: write the layer's name "
+                "as listed (e.g. 'gluster' for the glusterfs group), or leave the default (from the node's groups)."
+            )
 
 
 def _web_problems(settings, password_required, problem):

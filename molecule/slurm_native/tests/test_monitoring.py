@@ -92,6 +92,23 @@ def test_every_endpoint_asks_for_the_password():
     assert len(kept.content_string.strip()) == 32  # generated: the scenario gives none
 
 
+def test_secrets_are_not_world_readable():
+    """alertmanager.yml may hold receivers' passwords: Alertmanager's user reads it, no one else. The MUNGE credential
+    the controller shares on the volume is root's to read, and it is nobody's credential, decodable by root only."""
+    config = server().file("/etc/prometheus/alertmanager.yml")
+    assert (config.user, config.group, config.mode) == ("root", "prometheus", 0o640)
+    controller = get_host(CONTROLLER)
+    shared = "/gfsv/.hpclab-munge-credential"
+    wait_for(lambda: controller.file(shared).exists, 120, "the controller's shared credential")
+    credential = controller.file(shared)
+    assert (credential.user, credential.mode) == ("root", 0o600)
+    decoded = controller.run(f"unmunge < {shared}")
+    assert decoded.rc in (0, 17), decoded.stderr  # 17: replayed, already decoded here by the collector
+    assert "UID:" in decoded.stdout and "nobody" in decoded.stdout.split("UID:")[1].splitlines()[0], decoded.stdout
+    as_user = controller.run(f"cat {shared} | setpriv --reuid=nobody --regid=nogroup --clear-groups unmunge")
+    assert as_user.rc != 0
+
+
 def test_rendered_rules_and_configuration_pass_promtool_and_amtool():
     host = server()
     for command in ("promtool check rules /etc/prometheus/rules/hpclab.rules.yml", "promtool check config /etc/prometheus/prometheus.yml",

@@ -7,7 +7,8 @@ node_exporter's textfile collector directory. Run by hpclab-metrics.timer (monit
 Thin glue only: it runs the layers' own CLIs, and the parsing is the collection's unit-tested code,
 copied by the role next to this script: _slurm.py and _gluster.py (the ones the collection's modules
 use) and _monitoring.py. Each layer's file is replaced atomically (write, then rename), and a layer that
-fails to read still writes hpclab_collector_success 0 with the error, so that an alert says so.
+fails to read still writes hpclab_collector_success 0 with the error, so that an alert says so. The files of
+layers no longer in the configuration are removed.
 
 Usage: python3 hpclab_metrics.py [CONFIG]   (default /etc/hpclab-monitoring/collectors.json)
 """
@@ -15,6 +16,7 @@ Usage: python3 hpclab_metrics.py [CONFIG]   (default /etc/hpclab-monitoring/coll
 from __future__ import annotations
 
 import os
+import pwd
 import subprocess
 import sys
 import tempfile
@@ -102,6 +104,23 @@ def collect_gluster(metrics, config):
     _monitoring.gluster_metrics(metrics, volumes, offline, heal, peers)
 
 
+# The credential the controller shares is an unprivileged user's (nobody), never root's, and decodable by root only
+# (munge 0.5.15: -U/-G set the credential's user and group, root only; -u restricts its decoding by UID): another
+# user's unmunge answers "Unauthorized credential", and a daemon running as root (slurmd) that is handed it sees nobody.
+CREDENTIAL_USER = "nobody"
+CREDENTIAL_FALLBACK_ID = 65534
+
+
+def controller_credential_argv(ttl):
+    """munge's argv for the credential the controller writes for the other nodes' collectors."""
+    try:
+        entry = pwd.getpwnam(CREDENTIAL_USER)
+        uid, gid = entry.pw_uid, entry.pw_gid
+    except KeyError:
+        uid = gid = CREDENTIAL_FALLBACK_ID
+    return ["munge", "-n", "-U", str(uid), "-G", str(gid), "-u", "0", "-t", str(ttl)]
+
+
 def collect_munge(metrics, config):
     timeout = config["timeout"]
     active = is_active("munge", timeout) == "active"
@@ -112,9 +131,10 @@ def collect_munge(metrics, config):
     if path:
         if config.get("munge_credential_writer"):
             # The controller encodes a credential for the others (to decode with the cluster key) each run.
-            rc, credential, _err = run(["munge", "-n", "-t", str(max(300, 10 * config["interval"]))], timeout)
+            rc, credential, _err = run(controller_credential_argv(max(300, 10 * config["interval"])), timeout)
             if rc == 0:
-                write_atomically(path, text(credential), mode=0o644)
+                # Root only: the file is on storage every node mounts, and the collectors that read it run as root.
+                write_atomically(path, text(credential), mode=0o600)
         try:
             with open(path, "rb") as handle:
                 rc, out, err = run(["unmunge"], timeout, stdin=handle.read())
@@ -210,6 +230,26 @@ def write_atomically(path, content, mode=0o644):
         raise
 
 
+def layer_file(name):
+    return f"hpclab_{name}.prom"
+
+
+def remove_dropped(directory, collectors):
+    """Remove the files of the layers this node no longer reads: frozen, they would keep an alert firing (a model
+    down) or hide one (a brick online). Only the script's own file names; the errors, as lines for stderr."""
+    errors = []
+    for name in COLLECTORS:
+        if name in collectors:
+            continue
+        try:
+            os.unlink(os.path.join(directory, layer_file(name)))
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            errors.append(f"{name}: removing {layer_file(name)} of a layer no longer read: {exc}")
+    return errors
+
+
 def main(argv):
     with open(argv[1] if len(argv) > 1 else CONFIG, encoding="utf-8") as handle:
         config = _monitoring.load_config(handle.read())
@@ -226,7 +266,12 @@ def main(argv):
             error = f"{type(exc).__name__}: {exc}"
             failed.append(f"{name}: {error}")
         _monitoring.collector_status(metrics, name, not error, time.time(), error)
-        write_atomically(os.path.join(config["textfile_dir"], f"hpclab_{name}.prom"), metrics.render())
+        try:
+            write_atomically(os.path.join(config["textfile_dir"], layer_file(name)), metrics.render())
+        except OSError as exc:
+            # The other layers' files are still written; this layer's old file ages into CollectorStale.
+            failed.append(f"{name}: writing {layer_file(name)}: {exc}")
+    failed.extend(remove_dropped(config["textfile_dir"], config["collectors"]))
     for line in failed:
         print(line, file=sys.stderr)
     return 1 if failed else 0

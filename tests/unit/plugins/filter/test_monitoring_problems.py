@@ -3,6 +3,7 @@ that would clash with another daemon of the collection, one rule at a time."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpclab.cluster.plugins.filter.monitoring_problems import FilterModule, duration_seconds
+from ansible_collections.hpclab.cluster.plugins.filter.monitoring_problems import COLLECTOR_LAYERS, FilterModule, duration_seconds
 
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -28,6 +29,8 @@ def settings(**overrides):
         "monitoring_evaluation_interval": DEFAULTS["monitoring_evaluation_interval"],
         "monitoring_alert_for": {"node_down": "10m", "split_brain": "0s"},
         "monitoring_collector_interval": DEFAULTS["monitoring_collector_interval"],
+        "monitoring_collector_timeout": DEFAULTS["monitoring_collector_timeout"],
+        "monitoring_collectors": ["slurm", "gluster", "munge"],
         "monitoring_prometheus_port": DEFAULTS["monitoring_prometheus_port"],
         "monitoring_alertmanager_port": DEFAULTS["monitoring_alertmanager_port"],
         "monitoring_node_exporter_port": DEFAULTS["monitoring_node_exporter_port"],
@@ -72,6 +75,9 @@ def test_bad_reserved_table_raises():
         pytest.param(settings(monitoring_llm_models=[{"name": "m", "port": 8000}]), {}, id="model-on-own-port"),
         pytest.param(settings(monitoring_prometheus_port=9190), {}, id="other-free-port"),
         pytest.param(None, {"host_addresses": []}, id="addresses-unknown"),
+        pytest.param(settings(monitoring_collectors=["slurm", "gluster", "munge", "ganesha", "nfs_exports", "llm"]), {}, id="every-layer"),
+        pytest.param(settings(monitoring_collectors=[]), {}, id="no-layer"),
+        pytest.param(settings(monitoring_collector_timeout=1), {}, id="timeout-one"),
     ],
 )
 def test_valid_input_has_no_problem(values, kwargs):
@@ -104,6 +110,15 @@ def test_valid_input_has_no_problem(values, kwargs):
         # rule 6
         pytest.param(settings(monitoring_collector_interval=0), {}, "monitoring_collector_interval 0 is not a whole number", id="interval-zero"),
         pytest.param(settings(monitoring_collector_interval="1m"), {}, "monitoring_collector_interval '1m'", id="interval-unit"),
+        pytest.param(settings(monitoring_collector_timeout=0), {}, "monitoring_collector_timeout 0 is not a whole number of seconds of at least 1. "
+                     "Fix: keep the default 20.", id="timeout-zero"),
+        pytest.param(settings(monitoring_collector_timeout=-5), {}, "monitoring_collector_timeout -5 ", id="timeout-negative"),
+        pytest.param(settings(monitoring_collector_timeout="20s"), {}, "monitoring_collector_timeout '20s'", id="timeout-unit"),
+        # rule 15
+        pytest.param(settings(monitoring_collectors=["glusterfs"]), {}, "monitoring_collectors has 'glusterfs', which is not a layer the collectors "
+                     "read (slurm, gluster, munge, ganesha, nfs_exports, llm). Fix: write the layer's name", id="collector-group-name"),
+        pytest.param(settings(monitoring_collectors=["slurm", "nfs"]), {}, "monitoring_collectors has 'nfs'", id="collector-typo"),
+        pytest.param(settings(monitoring_collectors="slurm"), {}, "monitoring_collectors 'slurm' is not a list of layers", id="collector-string"),
         # rule 7
         pytest.param(settings(monitoring_prometheus_port=70000), {}, "monitoring_prometheus_port 70000 is not a port", id="port-range"),
         # rule 8
@@ -132,6 +147,13 @@ def test_each_problem_names_host_variable_and_fix(values, kwargs, expected):
     assert len(found) == 1, found
     assert expected in found[0], found
     assert found[0].startswith("mon1: ") and "Fix:" in found[0]
+
+
+def test_collector_layers_are_the_scripts():
+    """Rule 15 knows exactly the layers roles/monitoring/files/hpclab_metrics.py reads (its COLLECTORS table)."""
+    script = ast.parse((ROOT / "roles/monitoring/files/hpclab_metrics.py").read_text(encoding="utf-8"))
+    table = next(node.value for node in script.body if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "COLLECTORS")
+    assert tuple(key.value for key in table.keys) == COLLECTOR_LAYERS
 
 
 def test_server_ports_are_not_checked_on_an_exporter_node():

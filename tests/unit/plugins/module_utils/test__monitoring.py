@@ -128,11 +128,16 @@ def test_drained_node_with_reason(fixture_text):
 
 
 def test_down_and_drained_counts_once_as_down(fixture_text):
+    """slurmd1 is DOWN+DRAIN+NOT_RESPONDING (scontrol: DRAINED, base DOWN), slurmd2 IDLE: one down, none drained."""
     nodes = slurm_nodes(fixture_text, "down_drain")
+    assert sorted(nodes) == ["slurmd1", "slurmd2"]
     metrics = m.slurm_metrics(m.Metrics(), nodes, {}, True)
-    counted = sum(metrics.value("hpclab_slurm_nodes", state=state) for state in m.SLURM_STATES)
-    assert counted == len(nodes)
-    assert any(metrics.value("hpclab_slurm_node_down", node=n) for n in nodes)
+    counts = {state: metrics.value("hpclab_slurm_nodes", state=state) for state in m.SLURM_STATES}
+    assert counts == {**dict.fromkeys(m.SLURM_STATES, 0), "down": 1, "idle": 1}
+    assert metrics.value("hpclab_slurm_node_down", node="slurmd1") is True
+    assert metrics.value("hpclab_slurm_node_down", node="slurmd2") is False
+    # The per-node gauge still says drained: the bucket counts it once, as down.
+    assert metrics.value("hpclab_slurm_node_drained", node="slurmd1") is True
 
 
 def test_jobs_per_partition(fixture_text):
@@ -283,12 +288,32 @@ def test_load_config_refuses_bad_shapes(text):
         m.load_config(text)
 
 
-@pytest.mark.parametrize("case,decoded", [("decoded", True), ("replayed", True), ("garbage", False)])
+@pytest.mark.parametrize(
+    "case,decoded",
+    [
+        ("decoded", True),
+        ("replayed", True),
+        ("garbage", False),
+        # The controller's shared credential (nobody's, decodable by root only), read by a collector (root).
+        ("restricted_decoded", True),
+        ("restricted_replayed", True),
+        # Anyone else who reads it gets nothing, and a node with another key still reports the mismatch.
+        ("restricted_other_user", False),
+        ("key_mismatch", False),
+    ],
+)
 def test_credential_decoded_on_real_unmunge_output(fixture_text, case, decoded):
     """A credential decoded before on this node comes back "Replayed" (rc 17) with its metadata: munged
     checks for replay only once the credential decoded with the key, so it counts as decoded."""
     result = json.loads(fixture_text("monitoring", "unmunge.json"))[case]
     assert m.credential_decoded(result["rc"], result["output"]) is decoded
+
+
+def test_shared_credential_fixture_is_nobodys_and_root_only(fixture_text):
+    """The fixture is what controller_credential_argv's credential decodes to (tests/unit/monitoring)."""
+    output = json.loads(fixture_text("monitoring", "unmunge.json"))["restricted_decoded"]["output"]
+    assert "UID:             nobody (65534)" in output
+    assert "UID_RESTRICTION: root (0)" in output
 
 
 @pytest.mark.parametrize("rc,text", [(17, ""), (6, "unmunge: Error: Failed to access socket"), (15, "STATUS: Expired credential (15)")])
