@@ -45,6 +45,8 @@ description:
     letters, digits and C(-._~:/[]%+=) (written to the same environment file); (26) O(web_password_dir) is a
     canonical absolute path without blanks or quotes, not under O(home_root), and neither O(key_dir) nor a
     directory inside it or around it (each directory's revocation removes every file it does not expect)."
+  - "Model servers' key: (27) O(backend_api_key) is set where O(users) is not empty: the model servers' host is shared
+    (a Slurm worker, in the reference design), and servers without a key would let anyone there bypass the gateway."
 options:
   _input:
     description: C(llm_gateway_backends), each C(name), C(port), optional C(host); other keys (C(engine)) are ignored.
@@ -338,6 +340,16 @@ def _key_problems(keys, user_names, backend_api_key, problem):
                 "'+', '/' and a trailing '='. Fix: pass the model servers' key (llm_serving_api_key), or \"\" when they need none.")
 
 
+def _backend_key_problem(problem):
+    """Rule 27. The model servers sit on a host shared with others (the reference design's GPU server is also a Slurm
+    worker): without a key of their own, any process there would reach them on loopback, bypassing the gateway."""
+    problem("llm_gateway_backend_api_key is empty, so the model servers behind the gateway answer without a key: any job, "
+            "login or process on their host could call them directly, bypassing the users' keys, revocation, the rate "
+            "limit and the access log. Fix: set llm_serving_api_key for the llm hosts from the vault (generate one with "
+            "openssl rand -hex 32 | ansible-vault encrypt_string --stdin-name vault_llm_api_key, then llm_serving_api_key: "
+            "\"{{ vault_llm_api_key }}\"); playbooks/llm_gateway.yml passes it as llm_gateway_backend_api_key.")
+
+
 def _listen_problems(port, listen_address, host_addresses, backends, reserved, more_reserved, problem):
     """Rules 14-17."""
     from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import port_problem
@@ -467,6 +479,8 @@ def llm_gateway_problems(backends, host, users=None, keys=None, backend_api_key=
     good_backends = _backend_problems(backends, problem)
     user_names = _user_problems([] if users is None else users, web_identity, problem)
     _key_problems({} if keys is None else keys, user_names, backend_api_key, problem)
+    if users and backend_api_key == "":
+        _backend_key_problem(problem)
     _listen_problems(port, listen_address, host_addresses, good_backends, reserved_ports, more_reserved_ports, problem)
     _limit_problems(rate_limit, rate_burst, max_body_size, read_timeout, problem)
     _web_problems({} if web_passwords is None else web_passwords, user_names, web_url, problem)

@@ -36,8 +36,9 @@ description:
     C(gguf_path) is a file, and a vLLM C(model) path a directory, on the host (O(host_paths))."
   - "GPUs: (21) O(gpus) is what the planner reads (an index and a memory total each, no index twice);
     (22) vLLM models run only where there are GPUs (O(gpus) or O(detected_gpus)); (23) the vLLM models fit
-    the GPUs (P(hpclab.cluster.llm_gpu_plan#filter)), explicit C(gpu_memory_utilization) values included;
-    (24) O(cuda_context_gib) and O(nccl_gib) are 0..8 GiB."
+    the GPUs (P(hpclab.cluster.llm_gpu_plan#filter)), explicit C(gpu_memory_utilization) values included (with the
+    planner's values of the other models on that GPU, within what the planner leaves to the servers once the CUDA
+    contexts, NCCL buffers and its margin are set aside); (24) O(cuda_context_gib) and O(nccl_gib) are 0..8 GiB."
   - "Addresses: (25) O(bind_address) and O(fastchat_bind_address) are IP addresses; (26) O(client_address)
     is an IP address, not a wildcard, that reaches O(bind_address)."
   - "Secrets: (27) O(api_key) is empty or an RFC 6750 bearer token (letters, digits, C(-._~+/), trailing
@@ -70,6 +71,12 @@ description:
     no user twice; (46) O(fastchat_api_base) is empty or an http or https URL, O(fastchat_api_key) empty or a bearer
     token; with O(fastchat_api_base) set (the UIs send every request through the gateway), O(fastchat_api_key) is set
     and O(fastchat_logins) is not empty (else anyone reaching a UI would use the gateway with the UI's key)."
+  - "Keys and logins in front of the models: (47) O(api_key) is set where O(bind_address) is not a loopback address (other
+    hosts reach the model servers; the gateway's per-user keys would be bypassed); (48) O(fastchat_logins) is not empty
+    where the web UIs listen on an address other than loopback (checked when O(fastchat_enabled), unless
+    O(fastchat_logins_pending))."
+  - "C(dtype), C(kv_cache_dtype) and C(quantization) (rules 11 and 41) are compared as written: the model's own value reaches
+    vLLM's command line, whose choices are lower case."
 options:
   _input:
     description: C(llm_serving_models).
@@ -213,6 +220,12 @@ options:
     description: C(llm_serving_fastchat_api_key); never shown.
     type: str
     default: ""
+  fastchat_logins_pending:
+    description:
+      - True where the logins are not known yet and the web UIs are not deployed (the role's C(gpus) entry point, which
+        C(playbooks/llm.yml) runs before the gateway hands out its logins); rule 48 is then left to the main entry point.
+    type: bool
+    default: false
   fastchat_anony_only:
     description: C(llm_serving_fastchat_anony_only).
     type: list
@@ -346,6 +359,13 @@ def _fraction(value):
         return None
 
 
+def _case_hint(value, table):
+    """A hint for a VALUE that differs from an entry of TABLE only by case, else ''."""
+    if isinstance(value, str) and value != value.lower() and value.lower() in table:
+        return f" (write {value.lower()}: vLLM takes only these spellings, in lower case)"
+    return ""
+
+
 def _path_problem(value):
     """Why VALUE is not a canonical absolute path a unit file can hold, or None."""
     from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import PATH_CHARS, not_canonical
@@ -403,7 +423,7 @@ def _flag_name(arg):
 
 
 def _web_address_problems(address, wildcard, host_addresses, problem):
-    """Rules 25 (the web UIs' address) and 44."""
+    """Rules 25 (the web UIs' address) and 44. Returns the address (an ipaddress object), or None when it is none."""
     ip, reason = _address(address)
     if address == "":
         reason = ("is not an IP address (the default is the address of the host's default route, from its network facts, "
@@ -411,14 +431,14 @@ def _web_address_problems(address, wildcard, host_addresses, problem):
     if reason:
         problem(f"llm_serving_fastchat_bind_address {address!r} {reason}. Fix: give this host's address on the cluster "
                 "network.")
-        return
+        return None
     if ip.is_unspecified:
         if not wildcard:
             problem(f"llm_serving_fastchat_bind_address {address} would listen on every network of the host, not only the "
                     "cluster network. Fix: leave it out (the default is the host's address on the cluster network) or give "
                     "that address; to listen everywhere on purpose, behind a firewall, set "
                     "llm_serving_fastchat_bind_wildcard: true.")
-        return
+        return ip
     own = set()
     for value in host_addresses or []:
         found, _why = _address(value) if isinstance(value, str) else (None, None)
@@ -428,10 +448,12 @@ def _web_address_problems(address, wildcard, host_addresses, problem):
         problem(f"llm_serving_fastchat_bind_address {address} is not an address of this host "
                 f"({', '.join(sorted(map(str, own)))}); the web UIs could not listen there. Fix: give its address on the "
                 "cluster network (the default).")
+    return ip
 
 
-def _web_login_problems(logins, api_base, api_key, problem):
-    """Rules 45 and 46. Passwords and keys are never shown."""
+def _web_login_problems(logins, api_base, api_key, exposed, problem):
+    """Rules 45, 46 and 48 (EXPOSED: the web UIs' address, when other hosts can reach it; else None). Passwords and keys
+    are never shown."""
     from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import (
         USER_NAME,
         USER_NAME_MAX,
@@ -485,6 +507,12 @@ def _web_login_problems(logins, api_base, api_key, problem):
                 "llm_serving_fastchat_logins is empty: anyone who reaches a web UI would use the models without a key of "
                 "their own. Fix: list the cluster's users in hpclab_cluster_users (the gateway gives each a web password), "
                 "or set llm_serving_fastchat_enabled: false.")
+    elif exposed is not None and not logins:
+        problem(f"llm_serving_fastchat_logins is empty but the web UIs listen on {exposed} (llm_serving_fastchat_bind_address), "
+                "where other hosts reach them: anyone on that network would use every model without logging in. Fix: list "
+                "the cluster's users in hpclab_cluster_users and run playbooks/llm.yml (the gateway gives each a web password "
+                "and hands them to the web UIs), give llm_serving_fastchat_logins, keep the web UIs on 127.0.0.1, or set "
+                "llm_serving_fastchat_enabled: false.")
 
 
 def _requirement_problem(value):
@@ -508,7 +536,8 @@ def llm_serving_problems(models, host, engine="vllm", bind_address="127.0.0.1", 
                          pip_extra_args=None, packages=None, fastchat_enabled=True, fastchat_multi_enabled=True,
                          fastchat_port=7860, fastchat_multi_port=7861, fastchat_bind_address="127.0.0.1",
                          fastchat_anony_only=None, reserved_ports=None, host_paths=None, fastchat_bind_wildcard=False,
-                         host_addresses=None, fastchat_logins=None, fastchat_api_base="", fastchat_api_key=""):
+                         host_addresses=None, fastchat_logins=None, fastchat_api_base="", fastchat_api_key="",
+                         fastchat_logins_pending=False):
     """Filter entry point: see DOCUMENTATION. cuda_context_gib and nccl_gib default to the planner's defaults."""
     from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import USER_NAME, USER_NAME_MAX, port_problem, seconds_problem, to_int
     from ansible_collections.hpclab.cluster.plugins.plugin_utils._gpu_plan import (
@@ -713,8 +742,18 @@ def llm_serving_problems(models, host, engine="vllm", bind_address="127.0.0.1", 
                     f"{bind_address} only (llm_serving_bind_address); FastChat and the readiness wait would find "
                     f"nothing. Fix: set llm_serving_client_address to {bind_address}.")
     if fastchat_enabled:
-        _web_address_problems(fastchat_bind_address, fastchat_bind_wildcard, host_addresses, problem)
-        _web_login_problems([] if fastchat_logins is None else fastchat_logins, fastchat_api_base, fastchat_api_key, problem)
+        web = _web_address_problems(fastchat_bind_address, fastchat_bind_wildcard, host_addresses, problem)
+        exposed = web if web is not None and not web.is_loopback and not fastchat_logins_pending else None
+        _web_login_problems([] if fastchat_logins is None else fastchat_logins, fastchat_api_base, fastchat_api_key, exposed,
+                            problem)
+    # Rule 47. The gateway's per-user keys are only worth something if its model servers refuse everyone else: a model
+    # server other hosts can reach needs the key (llm_gateway_problems asks it of the servers behind the gateway too).
+    if models and bind is not None and not bind.is_loopback and api_key == "":
+        problem(f"llm_serving_bind_address {bind_address} lets other hosts reach the model servers, but llm_serving_api_key "
+                "is empty: anyone on that network could use every model, bypassing the gateway's per-user keys, revocation, "
+                "rate limit and access log. Fix: set llm_serving_api_key from the vault (generate one with "
+                "openssl rand -hex 32 | ansible-vault encrypt_string --stdin-name vault_llm_api_key, then "
+                "llm_serving_api_key: \"{{ vault_llm_api_key }}\"), or keep the servers on 127.0.0.1.")
 
     # ---- secrets (never shown) ----------------------------------------------------------------------------------
     if not isinstance(api_key, str) or (api_key and not BEARER_TOKEN.fullmatch(api_key)):
@@ -799,11 +838,13 @@ def _vllm_problems(model, where, max_pos, problem):
     elif not HF_REPO_ID.fullmatch(path) or "--" in path or ".." in path or path.endswith(".git"):
         problem(f"{where}: model {path!r} is neither a Hugging Face repository id (OWNER/NAME) nor an absolute path. "
                 "Fix: write e.g. meta-llama/Meta-Llama-3-8B-Instruct, or /srv/models/NAME.")
+    # Compared as written: the planner reads them in any case, but the model's own value is what reaches vLLM's command
+    # line (vars/main.yml combines the model over its plan), and vLLM's argparse choices are lower case.
     for key, table in (("dtype", DTYPE_BYTES), ("kv_cache_dtype", KV_CACHE_DTYPE_BYTES)):
         value = model.get(key, "auto")
-        if not isinstance(value, str) or value.lower() not in table:
-            problem(f"{where}: {key} {value!r} is not one of {', '.join(table)}. Fix: use one of those "
-                    f"({'bfloat16 for most current models' if key == 'dtype' else 'auto, or fp8 to halve the KV cache'}).")
+        if not isinstance(value, str) or value not in table:
+            problem(f"{where}: {key} {value!r} is not one of {', '.join(table)}{_case_hint(value, table)}. Fix: use one of "
+                    f"those ({'bfloat16 for most current models' if key == 'dtype' else 'auto, or fp8 to halve the KV cache'}).")
     max_len = _whole(model.get("max_model_len"))
     if max_len is None or max_len < 1:
         problem(f"{where}: max_model_len {model.get('max_model_len')!r} is missing or not a positive integer. Fix: set "
@@ -893,12 +934,11 @@ def _parallel_problems(model, where, problem):
                 problem(f"{where}: {key} {model[key]!r} describes quantized weights but quantization is not set. Fix: set "
                         f"quantization ({', '.join(QUANTIZATION_BITS)}), or remove {key}.")
         return
-    if not isinstance(method, str) or method.lower() not in QUANTIZATION_BITS:
-        problem(f"{where}: quantization {method!r} is not one the GPU planner sizes ({', '.join(QUANTIZATION_BITS)}). Fix: use "
-                "one of those; for another format (e.g. compressed-tensors) leave quantization out, vLLM reads it from "
-                "config.json, and give the checkpoint's size as weights_gib.")
+    if not isinstance(method, str) or method not in QUANTIZATION_BITS:
+        problem(f"{where}: quantization {method!r} is not one the GPU planner sizes ({', '.join(QUANTIZATION_BITS)})"
+                f"{_case_hint(method, QUANTIZATION_BITS)}. Fix: use one of those; for another format (e.g. compressed-tensors) "
+                "leave quantization out, vLLM reads it from config.json, and give the checkpoint's size as weights_gib.")
         return
-    method = method.lower()
     allowed = QUANTIZATION_BITS[method]
     if "bits" in model and _whole(model["bits"]) not in allowed:
         why = "vLLM's AWQ reads only 4-bit checkpoints; 8-bit ones are GPTQ" if method.startswith("awq") else \
@@ -912,7 +952,7 @@ def _parallel_problems(model, where, problem):
             problem(f"{where}: group_size {model['group_size']!r} is not a positive integer. Fix: give the checkpoint's "
                     "group_size (its quantize_config.json; 128 is usual), or leave it out for 128.")
     dtype = model.get("dtype", "auto")
-    if isinstance(dtype, str) and dtype.lower() in DTYPE_BYTES and dtype.lower() not in SIXTEEN_BIT:
+    if isinstance(dtype, str) and dtype in DTYPE_BYTES and dtype not in SIXTEEN_BIT:
         problem(f"{where}: quantization {method} computes in 16 bits but dtype is {dtype}. Fix: use dtype auto, bfloat16 or "
                 "float16.")
 
@@ -976,14 +1016,18 @@ def _plan_problems(gpus, vllm_models, context, nccl, problem):
     for gpu in planned["gpus"]:
         chosen = [m for m in planned["models"] if m["name"] in gpu["models"]]
         total = sum(float(fixed.get(m["name"], m["gpu_memory_utilization"])) for m in chosen)
-        outside = sum(context + (nccl if m["tensor_parallel_size"] > 1 else 0) for m in chosen)
-        contexts = outside * (1 << 30) / gpu["total_bytes"]
-        if total + contexts > 1:
+        # What the planner leaves to the budgets on this GPU (_Gpu.capacity_units in _gpu_plan): its total less every
+        # rank's CUDA context and NCCL buffers, and its margin (driver reservations, CUDA's total below nvidia-smi's).
+        outside = gpu["cuda_context_bytes"] + gpu["nccl_bytes"]
+        capacity = (gpu["total_bytes"] - outside - gpu["margin_bytes"]) / gpu["total_bytes"]
+        if total - capacity > 1e-9:
             problem(f"the gpu_memory_utilization of {', '.join(sorted(set(fixed) & set(gpu['models'])))} in "
                     f"llm_serving_models brings GPU {gpu['index']} to {total:.3f} of its memory plus "
-                    f"{contexts:.3f} of CUDA contexts{' and NCCL buffers' if outside > context * len(chosen) else ''}: the last "
-                    "server to start would not find its share free. "
-                    "Fix: lower those values, or leave them out to use the plan.")
+                    f"{outside / gpu['total_bytes']:.3f} of CUDA contexts{' and NCCL buffers' if gpu['nccl_bytes'] else ''}: "
+                    f"above the {capacity:.3f} the planner leaves to the servers there once those and its "
+                    f"{gpu['margin_bytes'] / gpu['total_bytes']:.0%} margin (driver reservations, CUDA's total below "
+                    "nvidia-smi's) are set aside, so the last server to start would not find its share free. Fix: lower "
+                    "those values, or leave them out to use the plan.")
 
 
 class FilterModule:

@@ -22,7 +22,9 @@ description:
   - C(--gpu-memory-utilization) is always explicit because vLLM's default changed from 0.9 to 0.92.
   - "The API key is never a value here. O(api_key_env) names an environment variable and the argv carries C(${NAME}).
     systemd expands it in C(ExecStart=) from C(Environment=) or C(EnvironmentFile=), so the secret stays out of the unit
-    file. It still shows in the process's command line. vLLM also reads C(VLLM_API_KEY) from its environment without the flag."
+    file. It still shows in the process's command line, which every local user can read (C(ps), C(/proc/PID/cmdline)).
+    vLLM's OpenAI server also reads C(VLLM_API_KEY) from its environment without the flag: prefer that and leave
+    O(api_key_env) out, as the C(llm_serving) role does."
   - The default O(executable) is the OpenAI API server module, which takes C(--model) on every vLLM version, including the
     old ones DeciLM-7B needs. Pass a virtual environment's python to use that environment.
   - Pure computation; returns a list, never a shell string.

@@ -21,6 +21,8 @@ DEFAULTS = yaml.safe_load((ROOT / "roles/llm_gateway/defaults/main.yml").read_te
 
 KEY_A = "A" * 20 + "b" * 20
 KEY_B = "c" * 40
+# The model servers' key (llm_serving_api_key), which playbooks/llm_gateway.yml passes: required where there are users.
+BACKEND_KEY = "molecule-not-secret"
 WEB_PASSWORD = "alices-web-password-0123"
 # What playbooks/llm.yml passes: llm_serving_result.models.
 BACKENDS = [{"name": "llama-3-8b", "port": 8000, "engine": "vllm"}, {"name": "qwen2.5-0.5b_q4", "port": 8101, "engine": "llama_cpp"}]
@@ -32,7 +34,7 @@ def check(backends=None, **kwargs):
         "host": "gpu1",
         "users": USERS,
         "keys": {"alice": KEY_A},
-        "backend_api_key": "",
+        "backend_api_key": BACKEND_KEY,
         "port": DEFAULTS["llm_gateway_port"],
         "reserved_ports": RESERVED,
         "more_reserved_ports": [7860, 7861, "9093", "9100-9101"],
@@ -70,7 +72,7 @@ def test_bad_reserved_table_raises():
         pytest.param(None, {"keys": {"alice": KEY_A, "bob": KEY_B + "=="}}, id="given-keys-with-padding"),
         pytest.param(None, {"keys": {"alice": "x" * 200}}, id="longest-key"),
         pytest.param(None, {"users": [], "keys": {}}, id="nobody-yet"),
-        pytest.param(None, {"backend_api_key": "molecule-not-secret"}, id="backend-key"),
+        pytest.param(None, {"users": [], "keys": {}, "backend_api_key": ""}, id="nobody-yet-servers-without-a-key"),
         pytest.param([{"name": "a", "port": 8000, "host": "10.0.0.12"}, {"name": "b", "port": 8000, "host": "10.0.0.13"}], {},
                      id="same-port-other-hosts"),
         pytest.param([{"name": "m", "port": 4000, "host": "10.0.0.12"}], {}, id="gateway-port-on-another-host"),
@@ -247,11 +249,12 @@ def test_each_problem_names_host_variable_and_fix(backends, kwargs, expected):
 @pytest.mark.parametrize(
     "keys,backend_api_key",
     [
-        ({"alice": "tooshortsecret"}, ""),
-        ({"alice": KEY_A + '"x'}, ""),
-        ({"alice": KEY_A, "bob": KEY_A}, ""),
+        ({"alice": "tooshortsecret"}, BACKEND_KEY),
+        ({"alice": KEY_A + '"x'}, BACKEND_KEY),
+        ({"alice": KEY_A, "bob": KEY_A}, BACKEND_KEY),
         ({"alice": KEY_A}, "bad secret"),
-        ({"carol": KEY_A}, ""),
+        ({"carol": KEY_A}, BACKEND_KEY),
+        ({"alice": KEY_A}, ""),
     ],
 )
 def test_no_message_shows_a_key(keys, backend_api_key):
@@ -278,3 +281,17 @@ def test_no_message_shows_a_web_password(web_passwords):
 def test_the_defaults_have_no_web_ui_and_pass():
     assert DEFAULTS["llm_gateway_web_url"] == "" and DEFAULTS["llm_gateway_web_passwords"] == {}
     assert check(web_url=DEFAULTS["llm_gateway_web_url"], web_passwords=DEFAULTS["llm_gateway_web_passwords"]) == []
+
+
+def test_users_need_a_key_in_front_of_the_model_servers():
+    """Rule 27: the gateway's users and model servers without a key of their own: anyone on their host bypasses the
+    users' keys (the reference design's GPU server is also a Slurm worker)."""
+    found = check(backend_api_key="")
+    assert len(found) == 1, found
+    assert found[0].startswith("gpu1: llm_gateway_backend_api_key is empty, so the model servers behind the gateway answer "
+                               "without a key"), found
+    assert "Fix: set llm_serving_api_key" in found[0] and "openssl rand -hex 32" in found[0], found
+
+
+def test_the_backend_key_is_not_needed_before_there_are_users():
+    assert check(users=[], keys={}, backend_api_key="") == []

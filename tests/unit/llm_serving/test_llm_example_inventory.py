@@ -23,16 +23,32 @@ def _load(path):
     return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
-GPU1 = {**_load(EXAMPLE / "group_vars" / "llm.yml"), **_load(EXAMPLE / "host_vars" / "gpu1.yml")}
-GPU1_70B = {**GPU1, **_load(EXAMPLE / "group_vars" / "llm-70b.yml")}  # -e @ wins over the inventory
+def _load_inventory(path):
+    """An inventory file as Ansible reads it: its strings may be templates (e.g. a vaulted variable's name)."""
+    from ansible.parsing.dataloader import DataLoader
+
+    return DataLoader().load_from_file(str(path), trusted_as_template=True)
+
+
+# What the user's vault (group_vars/all/vault.yml, not in the repository) gives the inventory's references.
+VAULT = {"vault_llm_api_key": "ExampleVaultedServersKey0123456789abcdef"}
+GPU1 = {**VAULT, **_load_inventory(EXAMPLE / "group_vars" / "llm.yml"), **_load_inventory(EXAMPLE / "host_vars" / "gpu1.yml")}
+GPU1_70B = {**GPU1, **_load_inventory(EXAMPLE / "group_vars" / "llm-70b.yml")}  # -e @ wins over the inventory
 
 
 def unit_lines(text, key):
     return [line.split("=", 1)[1] for line in text.splitlines() if line.startswith(key + "=")]
 
 
+# What playbooks/llm.yml passes to the role from the gateway (llm_gateway_result.web_logins): a web password per user of
+# group_vars/all/users.yml.
+WEB_LOGINS = [{"user": user["name"], "password": "WebPasswordOf-" + user["name"] + "-0123456789"}
+              for user in _load(EXAMPLE / "group_vars" / "all" / "users.yml")["hpclab_cluster_users"]]
+
+
 def preflight_problems(role, host_vars):
-    """What preflight.yml's one assertion reports for gpu1 (no nvidia-smi, no local model paths)."""
+    """What preflight.yml's one assertion reports for gpu1 (no nvidia-smi, no local model paths), in playbooks/llm.yml."""
+    host_vars = {"llm_serving_fastchat_logins": WEB_LOGINS, **host_vars}
     tasks = _load(ROOT / "roles" / "llm_serving" / "tasks" / "preflight.yml")
     check = next(task for task in tasks if "ansible.builtin.assert" in task)
     registered = {"__llm_serving_local_read": {"skipped": True}, "__llm_serving_nvidia_smi": {"skipped": True}}

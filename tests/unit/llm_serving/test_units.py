@@ -35,20 +35,17 @@ NAMES = [m["name"] for m in reference_models()]
 
 EXEC_START = {
     "llama-3-8b": f"{SERVER} --model meta-llama/Meta-Llama-3-8B-Instruct --served-model-name llama-3-8b --host 127.0.0.1"
-                  " --port 8000 --gpu-memory-utilization 0.227 --max-model-len 8192 --dtype bfloat16 --kv-cache-dtype auto"
-                  " --api-key ${LLM_API_KEY}",
+                  " --port 8000 --gpu-memory-utilization 0.227 --max-model-len 8192 --dtype bfloat16 --kv-cache-dtype auto",
     "gemma-7b": f"{SERVER} --model google/gemma-1.1-7b-it --served-model-name gemma-7b --host 127.0.0.1"
-                " --port 8001 --gpu-memory-utilization 0.255 --max-model-len 8192 --dtype bfloat16 --kv-cache-dtype fp8"
-                " --api-key ${LLM_API_KEY}",
+                " --port 8001 --gpu-memory-utilization 0.255 --max-model-len 8192 --dtype bfloat16 --kv-cache-dtype fp8",
     "decilm-7b": f"{SERVER} --model Deci/DeciLM-7B-instruct --served-model-name decilm-7b --host 127.0.0.1"
                  " --port 8002 --gpu-memory-utilization 0.197 --max-model-len 8192 --dtype bfloat16 --kv-cache-dtype auto"
-                 " --trust-remote-code --api-key ${LLM_API_KEY}",
+                 " --trust-remote-code",
     "phi-3-mini": f"{SERVER} --model microsoft/Phi-3-mini-128k-instruct --served-model-name phi-3-mini --host 127.0.0.1"
                   " --port 8003 --gpu-memory-utilization 0.192 --max-model-len 18000 --dtype bfloat16 --kv-cache-dtype auto"
-                  " --enforce-eager --api-key ${LLM_API_KEY}",
+                  " --enforce-eager",
     "stablelm-2": f"{SERVER} --model stabilityai/stablelm-2-1_6b-chat --served-model-name stablelm-2 --host 127.0.0.1"
-                  " --port 8004 --gpu-memory-utilization 0.065 --max-model-len 4096 --dtype float16 --kv-cache-dtype auto"
-                  " --api-key ${LLM_API_KEY}",
+                  " --port 8004 --gpu-memory-utilization 0.065 --max-model-len 4096 --dtype float16 --kv-cache-dtype auto",
 }
 
 FIRST_UNIT = """\
@@ -109,8 +106,7 @@ def test_exec_start_is_the_filter_argv_of_the_plan(units, name):
     """The unit carries llm_vllm_argv's argv for the planned model, word for word."""
     plan = PlanFilters().filters()["llm_gpu_plan"](GPUS, [dict(m, engine="vllm") for m in reference_models()])
     planned = next(m for m in plan["models"] if m["name"] == name)
-    argv = ArgvFilters().filters()["llm_vllm_argv"](
-        planned, executable=shlex.split(SERVER), host="127.0.0.1", api_key_env="LLM_API_KEY")
+    argv = ArgvFilters().filters()["llm_vllm_argv"](planned, executable=shlex.split(SERVER), host="127.0.0.1")
     assert unit_lines(units[name], "ExecStart")[0].split(" ") == argv
 
 
@@ -129,13 +125,39 @@ def test_unit_waits_for_its_own_health(units, position):
         f"/opt/llm/bin/llm-wait-ready http://127.0.0.1:{8000 + position}/health 900"]
 
 
-def test_utilizations_fit_the_gpu(units):
-    utils = [float(EXEC_START[n].split("--gpu-memory-utilization ")[1].split()[0]) for n in NAMES]
-    assert sum(utils) <= 0.98
+def test_utilizations_fit_the_gpu(role, units):
+    """The units' utilisations are the plan's, and what the servers then take (each its budget as vLLM requests it, a CUDA
+    context each, NCCL buffers) leaves the planner's margin free on every GPU."""
+    plan = role.evaluate("__llm_serving_plan", host_vars=HOST_VARS)
+    for planned in plan["models"]:
+        assert f" --gpu-memory-utilization {planned['gpu_memory_utilization']} " in unit_lines(units[planned["name"]], "ExecStart")[0]
+    for gpu in plan["gpus"]:
+        committed = sum(s["requested_bytes"] for s in gpu["startup"]) + gpu["cuda_context_bytes"] + gpu["nccl_bytes"]
+        assert committed + gpu["margin_bytes"] <= gpu["total_bytes"]
 
 
 def test_api_key_never_in_a_unit(units):
     assert not any("vaulted" in text for text in units.values())
+
+
+def test_api_key_not_on_the_command_line(units):
+    """systemd expands ${VAR} in ExecStart onto the command line, which every local user reads (ps): vLLM gets the key
+    from the environment file instead, as VLLM_API_KEY, which its OpenAI server reads itself."""
+    for text in units.values():
+        assert "--api-key" not in text and "API_KEY" not in unit_lines(text, "ExecStart")[0]
+        assert unit_lines(text, "EnvironmentFile") == ["/etc/llm/api-key.env"]
+
+
+def test_the_key_file_gives_vllm_its_key(role):
+    import yaml
+
+    from ansible.template import trust_as_template
+
+    tasks = yaml.safe_load((Path(role.defaults_path).parent.parent / "tasks" / "configure.yml").read_text())
+    task = next(t for t in tasks if t.get("register") == "__llm_serving_key_file")
+    content = role.templar(host_vars=HOST_VARS).template(trust_as_template(task["vars"]["__llm_serving_content"]))
+    assert content == "LLM_API_KEY=vaulted\nVLLM_API_KEY=vaulted\n"
+    assert task["no_log"] is True
 
 
 def test_no_api_key_no_flag(role):
@@ -291,7 +313,9 @@ def test_pip_environment_online(role):
 
 
 def preflight_problems(role, host_vars, **registered):
-    """The problems preflight.yml's one assertion reports, its filter call evaluated with the role's variables."""
+    """The problems preflight.yml's one assertion reports, its filter call evaluated with the role's variables, and the web
+    logins playbooks/llm.yml passes (the gateway's) unless host_vars gives others."""
+    host_vars = {"llm_serving_fastchat_logins": LOGINS, **host_vars}
     import yaml
 
     from ansible.template import trust_as_template
@@ -318,6 +342,37 @@ def test_preflight_refuses_every_address_without_the_opt_in(role):
     assert "Fix:" in found[0] and "llm_serving_fastchat_bind_wildcard: true" in found[0]
     assert preflight_problems(role, dict(HOST_VARS, llm_serving_fastchat_bind_address="0.0.0.0",
                                          llm_serving_fastchat_bind_wildcard=True)) == []
+
+
+def test_preflight_refuses_web_uis_on_the_network_without_logins(role):
+    """Rule 48: the web UIs on the cluster address (the default) ask a login, the main entry point's check."""
+    found = preflight_problems(role, dict(HOST_VARS, llm_serving_fastchat_logins=[]))
+    assert len(found) == 1 and found[0].startswith(
+        "gpu1: llm_serving_fastchat_logins is empty but the web UIs listen on 10.0.0.5"), found
+    assert "Fix:" in found[0] and "hpclab_cluster_users" in found[0]
+    assert preflight_problems(role, dict(HOST_VARS, llm_serving_fastchat_logins=[],
+                                         llm_serving_fastchat_bind_address="127.0.0.1")) == []
+    assert preflight_problems(role, dict(HOST_VARS, llm_serving_fastchat_logins=[], llm_serving_fastchat_enabled=False)) == []
+
+
+def test_the_gpus_entry_point_leaves_the_logins_to_the_main_one(role):
+    """playbooks/llm.yml runs the `gpus` entry point before the gateway hands out its logins; it deploys no web UI."""
+    import yaml
+
+    tasks = yaml.safe_load((Path(role.defaults_path).parent.parent / "tasks" / "gpus.yml").read_text())
+    assert tasks == [{"name": "gpus | The role's checks and its GPU plan", "ansible.builtin.import_tasks": "preflight.yml",
+                      "vars": {"__llm_serving_logins_pending": True}}]
+    no_logins = dict(HOST_VARS, llm_serving_fastchat_logins=[])
+    assert preflight_problems(role, no_logins, __llm_serving_logins_pending=True) == []
+
+
+def test_preflight_refuses_model_servers_on_the_network_without_a_key(role):
+    """Rule 47: other hosts reach the model servers; without the key they would bypass the gateway's per-user keys."""
+    found = preflight_problems(role, dict(HOST_VARS, llm_serving_api_key="", llm_serving_bind_address="0.0.0.0"))
+    assert len(found) == 1 and found[0].startswith(
+        "gpu1: llm_serving_bind_address 0.0.0.0 lets other hosts reach the model servers, but llm_serving_api_key is "
+        "empty"), found
+    assert preflight_problems(role, dict(HOST_VARS, llm_serving_bind_address="0.0.0.0")) == []
 
 
 def test_preflight_refuses_a_host_without_a_default_route(role):
