@@ -26,9 +26,10 @@ description:
     and group that are user or group names or ids; (16) each brick device is an absolute path under
     C(/dev), mounted on a canonical absolute path other than C(/), no device or mount point twice;
     (17) each brick device is a block device on this host and (18) one without a filesystem is
-    formatted only with O(format_brick_devices); (19) O(peer_timeout) is at least 1."
+    formatted only with O(format_brick_devices); (19) O(peer_timeout) is at least 1; (23) no brick directory
+    of a volume is the same as, inside or above a brick directory of another volume on the same host."
   - "A host of O(client_group) that is not in O(group) is a client: it holds no brick and only mounts the volume.
-    On a client rules 3 to 9 and 11 check O(pool_volumes), the volumes as the brick hosts define them (so that bad
+    On a client rules 3 to 9, 11 and 23 check O(pool_volumes), the volumes as the brick hosts define them (so that bad
     volumes fail the whole play before any change, and the client mounts a volume they serve); rules 16 to 18 are
     the brick hosts'. And (20) a client has a host of O(group) to mount from and a volume those hosts define (rule 2
     on a brick host); (21) its O(client_packages) are Debian package names that hold C(glusterfs-client) and not
@@ -190,6 +191,33 @@ def _inside(path, parent):
     return path == parent or path.startswith(parent.rstrip("/") + "/")
 
 
+def _shared_brick_problems(placed):
+    """Rule 23: no brick directory of one volume is the same as, inside or above one of another volume on its host.
+
+    PLACED holds (volume index, where, host, canonical path) for every brick. A directory shared by two volumes mixes
+    their files, and GlusterFS's 'force' (the role adds it with either safety switch) skips glusterd's "already part of
+    a volume" check, which would otherwise refuse the second volume."""
+    from ansible_collections.hpclab.cluster.plugins.module_utils._gluster import brick_path_relation
+
+    clashes = {}
+    for first, (index_a, where_a, host_a, path_a) in enumerate(placed):
+        for index_b, where_b, host_b, path_b in placed[first + 1:]:
+            if index_a == index_b or host_a != host_b or not (path_a.startswith("/") and path_b.startswith("/")):
+                continue
+            relation = brick_path_relation(path_b, path_a)
+            if relation is None:
+                continue
+            clashes.setdefault((where_b, path_b, relation, where_a, path_a), []).append(host_a)
+    return [
+        f"{where_b}: brick directory {path_b} is {relation} brick directory {path_a} of {where_a} on {', '.join(hosts)} "
+        "(variable glusterfs_volumes): the two volumes would share files, and GlusterFS's 'force' (added with "
+        "glusterfs_allow_bricks_on_root_filesystem or glusterfs_allow_replica_set_on_one_host) skips the check that "
+        f"refuses a directory already part of a volume. Fix: give each volume brick directories of its own, side by "
+        "side, e.g. /bricks/VOLUME/brick1 for each VOLUME."
+        for (where_b, path_b, relation, where_a, path_a), hosts in clashes.items()
+    ]
+
+
 def _type_problems(where, volume):
     """Rules 6 and 7: the volume type, as GlusterFS (and the gluster_volume module) accept it."""
     from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import to_int
@@ -311,7 +339,7 @@ def glusterfs_problems(volumes, host, group_hosts=None, play_hosts=None, group="
     elif not volumes:
         problem("glusterfs_volumes is empty. Fix: list the volume the cluster shares, e.g. [{name: gv0, replica: 3, brick_dirs: [/bricks/gv0/brick1]}].")
 
-    names, brick_paths = [], {}
+    names, brick_paths, placed = [], {}, []
     for index, volume in enumerate(volumes):
         if not isinstance(volume, Mapping):
             problem(f"glusterfs_volumes[{index}] is not a dict. Fix: give name, replica and brick_dirs (see the role's README).")
@@ -325,6 +353,9 @@ def glusterfs_problems(volumes, host, group_hosts=None, play_hosts=None, group="
         for text in layout["problems"] + _type_problems(where, volume) + _option_problems(where, volume.get("options")):
             problem(text)
         brick_paths.update(((where, brick.rpartition(":")[2]), None) for brick in layout["bricks"])
+        placed.extend((index, where, *brick.rpartition(":")[::2]) for brick in layout["bricks"])
+    for text in _shared_brick_problems(placed):
+        problem(text)
 
     if names and mount_volume not in names:
         problem(

@@ -173,7 +173,8 @@ FIELDS = {
     "parameters.share": ("k3s_nfs_csi_share", None),
     "parameters.subDir": (
         "k3s_nfs_csi_sub_dir",
-        "write a relative path with only ${pvc.metadata.namespace}, ${pvc.metadata.name} and ${pv.metadata.name}, or leave it empty",
+        "write a relative path with ${pv.metadata.name}, or ${pvc.metadata.namespace} and ${pvc.metadata.name} in separate segments "
+        "(e.g. ${pvc.metadata.namespace}/${pvc.metadata.name}), and no other placeholder, or leave it empty (the PV name)",
     ),
     "parameters.mountPermissions": ("k3s_nfs_csi_mount_permissions", 'quote an octal mode, e.g. "0755", or leave it empty'),
     "parameters.onDelete": ("k3s_nfs_csi_on_delete", "use delete, retain or archive"),

@@ -18,6 +18,11 @@ description:
   - C(server) and C(share) must be set, C(share) an absolute path, C(onDelete) one of C(delete),
     C(retain), C(archive), C(mountPermissions) an octal string, C(subDir) may only use the
     C(${pvc.metadata.name}), C(${pvc.metadata.namespace}) and C(${pv.metadata.name}) placeholders.
+  - "A C(subDir) that is set must be a relative path without empty, C(.) or C(..) segments, and name a directory
+    of each volume's own: it holds C(${pv.metadata.name}), or C(${pvc.metadata.namespace}) and
+    C(${pvc.metadata.name}) in separate path segments. The driver's DeleteVolume removes the volume's whole
+    directory, so a constant such as C(data), or C(${pvc.metadata.name}) alone (the same in every namespace),
+    would let the deletion of one PVC remove the data of others. Unset (or empty), the driver uses the PV name."
   - With O(exports), C(share) must be the Pseudo path of one of those NFS-Ganesha exports, and that export
     must not squash root (the driver's controller creates and removes volume directories as root).
   - With O(labels), each value must be a DNS-1123 label (namespaces, names of namespaced objects).
@@ -75,6 +80,7 @@ SIDECAR_PARAMETERS = (
 )
 ON_DELETE = ("delete", "retain", "archive")
 SUBDIR_PLACEHOLDERS = ("${pvc.metadata.name}", "${pvc.metadata.namespace}", "${pv.metadata.name}")
+SUBDIR_EXAMPLE = "${pvc.metadata.namespace}/${pvc.metadata.name}"
 PROVISIONER = "nfs.csi.k8s.io"
 
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -165,7 +171,34 @@ def _check_parameters(params, exports):
             )
         elif sub_dir.startswith("/") or ".." in sub_dir.split("/"):
             problems["parameters.%s" % seen["subDir"]] = "%r must be a relative path inside the share" % sub_dir
+        elif sub_dir and any(part in ("", ".") for part in sub_dir.split("/")):
+            problems["parameters.%s" % seen["subDir"]] = (
+                "%r has an empty or '.' path segment; join the segments with single '/', e.g. %s" % (sub_dir, SUBDIR_EXAMPLE)
+            )
+        elif sub_dir and not sub_dir_is_per_volume(sub_dir):
+            problems["parameters.%s" % seen["subDir"]] = (
+                "%r may name one directory for several volumes: csi-driver-nfs's DeleteVolume (onDelete delete, the "
+                "default) removes the volume's directory with everything in it, so deleting one PVC would delete the "
+                "data of every other PVC that shares it; use ${pv.metadata.name} (unique in the cluster), or "
+                "${pvc.metadata.namespace} and ${pvc.metadata.name} in separate path segments, e.g. %s, or leave "
+                "subDir unset (the PV name)" % (sub_dir, SUBDIR_EXAMPLE)
+            )
     return problems
+
+
+def sub_dir_is_per_volume(sub_dir):
+    """True when a subDir template gives every volume a directory of its own.
+
+    A PV name is unique in the cluster; a PVC name only within its namespace, so it needs the namespace too, and in
+    another path segment: namespaces and PVC names both hold '-', so "${ns}-${name}" maps "a-b"/"c" and "a"/"b-c" to
+    one directory. Neither holds '/', so separate segments cannot collide.
+    """
+    if "${pv.metadata.name}" in sub_dir:
+        return True
+    parts = sub_dir.split("/")
+    namespace = [i for i, part in enumerate(parts) if "${pvc.metadata.namespace}" in part]
+    name = [i for i, part in enumerate(parts) if "${pvc.metadata.name}" in part]
+    return any(i != j for i in namespace for j in name)
 
 
 def check_storage_class(storage_class, exports=None, labels=None):

@@ -20,10 +20,12 @@ description:
     other than C(/) and (6) unique; (7) C(volpath) is a canonical absolute path; (8) C(volume) is a
     valid GlusterFS volume name; (9) every entry of O(client_networks) and of an export's C(clients)
     is an IPv4 or IPv6 network in CIDR notation with no host bits set; (10) no export is open to
-    nobody, or (11) to every address (a /0 network); (12) O(protocols) is not empty and (13) an
+    nobody, or (11) to a network wider than an IPv4 /8 or an IPv6 /32 (so not to every address, with a /0
+    or with several wide networks together); (12) O(protocols) is not empty and (13) an
     export's C(protocols) are among O(protocols); (14) O(grace_period) is 60..270; (15) O(recovery_root)
     is a canonical absolute path other than C(/); (16) O(volume_wait_timeout) and O(start_timeout)
-    are at least 1; (17) O(volume_options) maps option names to single values."
+    are at least 1; (17) O(volume_options) maps option names to single values; (18) with O(gluster_hosts), the
+    host is one of them."
 options:
   _input:
     description: C(nfs_ganesha_exports).
@@ -73,6 +75,17 @@ options:
     description: C(nfs_ganesha_volume_options).
     type: dict
     default: {}
+  gluster_hosts:
+    description:
+      - The hosts of the GlusterFS server group O(gluster_group). FSAL_GLUSTER reads each volume through glusterd
+        on this host (C(Hostname = "localhost") in C(ganesha.conf)), so an NFS server must be one of them.
+      - Omit (or null) to skip that rule.
+    type: list
+    elements: str
+  gluster_group:
+    description: The inventory group of the GlusterFS servers, for the messages.
+    type: str
+    default: glusterfs
 """
 
 EXAMPLES = r"""
@@ -111,6 +124,9 @@ from ansible.errors import AnsibleFilterError
 PROTOCOLS = (3, 4)
 # Ganesha's NFSV4 Grace_Period range is 0..270 (src/support/nfs_read_conf.c); below the lease time
 # (Lease_Lifetime, 60 s by default) clients may not reclaim their state in time, and Ganesha warns.
+# The widest client network an export takes, by IP version: a cluster's networks are far smaller, and two /1
+# networks (or four /2) would open an export to every address without a /0 (rule 11).
+SHORTEST_PREFIX = {4: 8, 6: 32}
 GRACE_MIN = 60
 GRACE_MAX = 270
 
@@ -159,7 +175,7 @@ def _network_problem(value):
 
 def nfs_ganesha_problems(exports, host, group_hosts=None, group="nfs_ganesha", client_networks=None, protocols=(3, 4),
                          grace_period=90, recovery_root="/var/lib/nfs/ganesha", volume_wait_timeout=120,
-                         start_timeout=60, volume_options=None):
+                         start_timeout=60, volume_options=None, gluster_hosts=None, gluster_group="glusterfs"):
     """Filter entry point: see DOCUMENTATION."""
     from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import to_int
     # Imported here, not at the top: Ansible imports every file of plugins/filter in each worker process that looks up
@@ -178,6 +194,13 @@ def nfs_ganesha_problems(exports, host, group_hosts=None, group="nfs_ganesha", c
         problem(
             f"runs the nfs_ganesha role but is not in the inventory group '{group}' (variable nfs_ganesha_group), where "
             "the k3s_nfs_csi role looks for the NFS servers. Fix: add it to that group."
+        )
+    if gluster_hosts is not None and host not in gluster_hosts:
+        problem(
+            f"runs NFS-Ganesha but is not a GlusterFS server (not in the inventory group '{gluster_group}'): the "
+            "exports' FSAL GLUSTER reads each volume through glusterd on this host (Hostname localhost in "
+            f"ganesha.conf), so the service would start without its exports. Fix: add the host to '{gluster_group}' "
+            f"too, or move it out of '{group}' (variable nfs_ganesha_group) and list a GlusterFS server there."
         )
     if not exports:
         problem("nfs_ganesha_exports is empty: NFS-Ganesha would serve nothing. Fix: list at least one export.")
@@ -241,10 +264,13 @@ def nfs_ganesha_problems(exports, host, group_hosts=None, group="nfs_ganesha", c
             )
         for value in networks:
             _reason, net = _network_problem(value)
-            if net is not None and net.prefixlen == 0:
+            shortest = SHORTEST_PREFIX.get(net.version) if net is not None else None
+            if net is not None and net.prefixlen < shortest:
+                reach = "every address" if net.prefixlen == 0 else f"{net.num_addresses:,} addresses"
                 problem(
-                    f"{where} would be open to {value}, every address (from {variable}). Fix: list only the cluster's "
-                    "networks, e.g. ['192.168.1.0/24']."
+                    f"{where} would be open to {value}, {reach} (from {variable}); an IPv{net.version} client network "
+                    f"is at least a /{shortest}, as two or more wider ones can cover the whole address space. Fix: list "
+                    "only the cluster's networks, e.g. ['192.168.1.0/24']."
                 )
 
         own = export.get("protocols")

@@ -614,6 +614,50 @@ def _check_sets(name: str, bricks: list, identities: list, size: int, allow_same
             )
 
 
+def _nested(path: str, parent: str) -> bool:
+    return path == parent or path.startswith(parent.rstrip("/") + "/")
+
+
+def brick_path_relation(path: str, other: str) -> str | None:
+    """How brick directory PATH lies to brick directory OTHER on the same host: 'the same directory as', 'inside',
+    'above', or None where they are apart. Shared with the filter glusterfs_problems (its rule 23)."""
+    if path == other:
+        return "the same directory as"
+    if _nested(path, other):
+        return "inside"
+    if _nested(other, path):
+        return "above"
+    return None
+
+
+def _refuse_shared_bricks(name: str, bricks: list, others: dict | None, ids: dict) -> None:
+    """Refuse a new brick that is the same directory as, inside or above a brick of another volume on its peer.
+
+    ``others`` is ``parse_volume_info`` of every volume (``gluster volume info --xml``), None when not read. glusterd
+    refuses a brick whose directory or a parent carries a volume-id ("... is already part of a volume", without
+    'force' only) but never one above another volume's brick; either way two volumes would share files.
+    """
+    if not others or not bricks:
+        return
+    wanted = list(zip(bricks, _desired_identities(bricks, ids)))
+    for other in others.values():
+        if other["name"] == name:
+            continue
+        for existing, (peer, path) in zip(other["bricks"], _current_identities(other, ids)):
+            for brick, (new_peer, new_path) in wanted:
+                if new_peer != peer:
+                    continue
+                relation = brick_path_relation(new_path, path)
+                if relation is None:
+                    continue
+                raise GlusterError(
+                    f"volume {name}: brick {brick} is {relation} brick {existing} of volume {other['name']}, so the two "
+                    "volumes would share files (GlusterFS's 'force', added with allow_bricks_on_root_filesystem or "
+                    "allow_replica_set_on_one_host, even skips its own 'already part of a volume' check); give the "
+                    f"brick a directory of its own, outside every brick of {other['name']}"
+                )
+
+
 def _force(desired: dict) -> list:
     # GlusterFS's single 'force' word also skips the "already part of a volume" check; it is only
     # ever added because the user allowed one of the two named risks.
@@ -698,7 +742,8 @@ def _growth(current: dict, d: dict, ids: dict) -> list:
     return new
 
 
-def plan_volume(current: dict | None, desired: dict, effective: dict | None = None, ids: dict | None = None) -> list:
+def plan_volume(current: dict | None, desired: dict, effective: dict | None = None, ids: dict | None = None,
+                others: dict | None = None) -> list:
     """Plan the gluster commands that take ``current`` to ``desired``; ``[]`` means converged.
 
     ``current`` is one volume of ``parse_volume_info`` or None. ``desired`` holds the module's
@@ -706,7 +751,9 @@ def plan_volume(current: dict | None, desired: dict, effective: dict | None = No
     allow_bricks_on_root_filesystem, allow_replica_set_on_one_host, confirm_delete, rebalance``).
     ``effective`` is ``parse_volume_get(... all)`` of the existing volume (falls back to its
     reconfigured options). ``ids`` maps host names to peer uuids (``host_ids``) so that a brick named
-    by another name of the same peer is recognised. Raises GlusterError to refuse, before anything runs.
+    by another name of the same peer is recognised. ``others`` is ``parse_volume_info`` of all volumes: when given, a
+    brick to create or add that is the same directory as, inside or above a brick of another volume on the same peer
+    is refused. Raises GlusterError to refuse, before anything runs.
     """
     d = normalise_desired(desired)
     ids = ids or {}
@@ -731,6 +778,7 @@ def plan_volume(current: dict | None, desired: dict, effective: dict | None = No
             raise GlusterError(f"volume {name} does not exist; 'bricks' is needed to create it")
         size = set_size(d["replica"], d["disperse"])
         _check_sets(name, d["bricks"], _desired_identities(d["bricks"], ids), size, d["allow_replica_set_on_one_host"])
+        _refuse_shared_bricks(name, d["bricks"], others, ids)
         steps = [
             _volume_argv(
                 "create",
@@ -752,6 +800,7 @@ def plan_volume(current: dict | None, desired: dict, effective: dict | None = No
     wanted = resolve_options(d.get("options"), values if effective is not None else None)
     steps = _option_steps(name, wanted, values)
     new = _growth(current, d, ids) if d.get("bricks") is not None else []
+    _refuse_shared_bricks(name, new, others, ids)
     will_run = state == "started" or (state == "present" and current["status"] == "started")
     if new:
         steps.append(

@@ -17,8 +17,11 @@ description:
     runs with C(--mode=script) and C(LANG=C), as an argv list, never through a shell.
   - Plans the commands first and runs nothing when the plan is empty, so a converged volume reports no
     change. Unsafe or unsupported changes (fewer bricks, another brick order, a lower replica count,
-    another volume type or transport, two bricks of one replica set on one host) are refused before
-    any command runs, with a message that says how to do them by hand.
+    another volume type or transport, two bricks of one replica set on one host, a new brick that is the
+    same directory as, inside or above a brick of another volume) are refused before any command runs,
+    with a message that says how to do them by hand.
+  - Before it creates a volume or adds bricks, and only then, it reads every volume of the pool
+    (C(gluster volume info --xml)) to refuse a brick directory that another volume already uses.
   - Brick hosts that are not yet in the pool are probed (C(gluster peer probe)), then the module waits
     up to O(peer_timeout) seconds until every brick host is connected and in state C(Peer in Cluster).
     A peer that stays down fails the task before any volume command runs; on a converged volume it
@@ -112,6 +115,8 @@ options:
       - Setting this or O(allow_replica_set_on_one_host) appends GlusterFS's C(force) word to C(volume create)
         and C(volume add-brick). C(force) also skips GlusterFS's check that a brick directory is not
         already part of a volume (stale C(trusted.glusterfs.volume-id) attributes), so only set it on clean brick directories.
+        The module itself still refuses a brick that is the same directory as, inside or above a brick of another
+        volume of the pool.
     type: bool
     default: false
   allow_replica_set_on_one_host:
@@ -399,6 +404,10 @@ class Gluster:
             self.module.fail_json(msg=failure, **self.result)
         return parse_volume_info(out).get(self.volume)
 
+    def all_volumes(self) -> dict:
+        """Every volume of the pool (``gluster volume info`` without a name), to keep new bricks off theirs."""
+        return parse_volume_info(self.read([*GLUSTER, "volume", "info", XML]))
+
     def pool(self) -> list:
         return parse_pool_list(self.read([*GLUSTER, "pool", "list", XML]))
 
@@ -487,7 +496,11 @@ def main() -> None:
         # a brick whose peer uuid is this node's names this node, whatever name it was given
         local_names |= {b.rpartition(":")[0] for b, u in zip(current["bricks"], current["brick_host_uuids"]) if u == local_uuid}
     try:
-        plan = plan_volume(current, desired, effective, host_ids(pool, local_names))
+        ids = host_ids(pool, local_names)
+        plan = plan_volume(current, desired, effective, ids)
+        if any(argv[3] in ("create", "add-brick") for argv in plan):
+            # Read every volume only when bricks are to be created or added, so a converged run does not pay for it.
+            plan = plan_volume(current, desired, effective, ids, gluster.all_volumes())
         wanted = resolve_options(params["options"], effective) if state != "absent" else {}
     except GlusterError as exc:
         module.fail_json(msg=str(exc), **result)

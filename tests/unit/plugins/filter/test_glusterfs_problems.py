@@ -45,6 +45,9 @@ def test_registered():
         pytest.param([volume(options={"network.ping-timeout": 20, "performance.cache-size": "64MB", "write-behind": False})], {},
                      id="options"),
         pytest.param([volume(), volume(name="scratch", brick_dirs=["/bricks/scratch/b1"])], {}, id="two-volumes"),
+        pytest.param([volume(), volume(name="gv1", brick_dirs=["/bricks/gv0/brick10"])], {}, id="two-volumes-sibling-name-prefix"),
+        pytest.param([volume(replica=None, bricks=["n1:/bricks/a"]), volume(name="gv1", replica=None, bricks=["n2:/bricks/a"])], {},
+                     id="two-volumes-same-path-on-different-hosts"),
         pytest.param(None, {"mount_path": "/srv/shared", "mount_options": "defaults,_netdev,noatime"}, id="other-mount"),
         pytest.param(None, {"shared_dirs": [{"path": "projects/a", "owner": "1000", "group": "hpc-users", "mode": "2770"}]},
                      id="nested-shared-dir-setgid"),
@@ -131,6 +134,21 @@ def test_valid_input_has_no_problem(volumes, kwargs):
         pytest.param(None, {"mount_path": "/bricks/gv0/brick1/mnt"}, ["brick /bricks/gv0/brick1 and glusterfs_mount_path /bricks/gv0/brick1/mnt overlap"],
                      id="mount-inside-brick"),
         pytest.param([volume(brick_dirs=["/"])], {}, ["glusterfs_volumes[gv0]: a brick is the root directory"], id="brick-root"),
+        # rule 23: no brick directory shared with another volume on one host (the same, inside or above)
+        pytest.param([volume(), volume(name="gv1")], {},
+                     ["n1: glusterfs_volumes[gv1]: brick directory /bricks/gv0/brick1 is the same directory as brick directory "
+                      "/bricks/gv0/brick1 of glusterfs_volumes[gv0] on n1, n2, n3 (variable glusterfs_volumes)",
+                      "'force'", "Fix: give each volume brick directories of its own"], id="brick-dir-of-another-volume"),
+        pytest.param([volume(), volume(name="gv2", brick_dirs=["/bricks/gv0/brick1/sub"])], {},
+                     ["glusterfs_volumes[gv2]: brick directory /bricks/gv0/brick1/sub is inside brick directory /bricks/gv0/brick1 "
+                      "of glusterfs_volumes[gv0]"], id="brick-dir-inside-another-volumes"),
+        pytest.param([volume(), volume(name="gv3", bricks=["n1:/bricks/x", "n2:/bricks/gv0", "n3:/bricks/x"])], {},
+                     ["glusterfs_volumes[gv3]: brick directory /bricks/gv0 is above brick directory /bricks/gv0/brick1 of "
+                      "glusterfs_volumes[gv0] on n2 "], id="brick-dir-above-another-volumes-on-one-host"),
+        pytest.param([volume(), volume(name="gv1", brick_dirs=["/bricks/gv0//brick1/"])], {},
+                     ["glusterfs_volumes[gv1]: brick directory /bricks/gv0/brick1 is the same directory"], id="brick-dir-shared-uncanonical"),
+        pytest.param(None, dict(CLIENT, pool_volumes=[volume(), volume(name="gv1")]),
+                     ["c1: glusterfs_volumes[gv1]: brick directory /bricks/gv0/brick1 is the same directory"], id="client-pool-shared-brick-dir"),
         # rule 12: mount options
         pytest.param(None, {"mount_options": "defaults, _netdev"}, ["glusterfs_mount_options 'defaults, _netdev' is not a comma-separated list"],
                      id="mount-options-blank"),
@@ -251,3 +269,10 @@ def test_client_problems_are_all_reported():
 def test_not_a_list():
     with pytest.raises(AnsibleFilterError, match="must be the list glusterfs_volumes"):
         PROBLEMS({"name": "gv0"}, host="n1")
+
+
+def test_review_repro_volumes_on_another_volumes_bricks():
+    """gv1 on gv0's brick directory and gv2 inside it: each clash is one problem, none passes."""
+    found = check([volume(), volume(name="gv1"), volume(name="gv2", brick_dirs=["/bricks/gv0/brick1/sub"])])
+    assert len(found) == 3, found
+    assert [p.split(":")[1].strip() for p in found] == ["glusterfs_volumes[gv1]", "glusterfs_volumes[gv2]", "glusterfs_volumes[gv2]"]

@@ -175,6 +175,11 @@ def test_valid_input_has_no_problem(sc, kwargs):
         # rule 13: what the driver accepts
         pytest.param(storage_class(subDir="${pvc.name}"), {}, ["k3s_nfs_csi_sub_dir: '${pvc.name}' uses ${pvc.name}"], id="sub-dir-placeholder"),
         pytest.param(storage_class(subDir="../up"), {}, ["k3s_nfs_csi_sub_dir: '../up' must be a relative path inside the share"], id="sub-dir-up"),
+        pytest.param(storage_class(subDir="${pvc.metadata.name}"), {},
+                     ["k3s_nfs_csi_sub_dir: '${pvc.metadata.name}' may name one directory for several volumes",
+                      "Fix: write a relative path with ${pv.metadata.name}, or ${pvc.metadata.namespace} and ${pvc.metadata.name}"],
+                     id="sub-dir-shared-across-namespaces"),
+        pytest.param(storage_class(subDir="."), {}, ["k3s_nfs_csi_sub_dir: '.' has an empty or '.' path segment"], id="sub-dir-dot"),
         pytest.param(storage_class(mountPermissions="493"), {}, ["k3s_nfs_csi_mount_permissions: '493' is not an octal mode string"],
                      id="mount-permissions"),
         pytest.param(storage_class(onDelete="purge"), {}, ["k3s_nfs_csi_on_delete: 'purge' is not one of delete, retain, archive"], id="on-delete"),

@@ -35,8 +35,11 @@ def test_registered():
         pytest.param([export(export_id="7")], {}, id="export-id-as-string"),
         pytest.param([export(clients=["10.42.0.0/16", "fd00::/64"])], {"client_networks": []}, id="own-clients-ipv4-and-ipv6"),
         pytest.param(None, {"client_networks": ["10.0.0.7/32", "192.168.1.0/24"]}, id="single-host-as-32"),
+        pytest.param([export(clients=["10.0.0.0/8", "2001:db8::/32"])], {}, id="widest-networks-ipv4-8-ipv6-32"),
         pytest.param([export(protocols=[4])], {"protocols": [3, 4]}, id="export-serves-a-subset"),
         pytest.param(None, {"protocols": [4]}, id="v4-only"),
+        pytest.param(None, {"gluster_hosts": ["nfs1", "nfs2"]}, id="nfs-server-is-a-glusterfs-server"),
+        pytest.param(None, {"gluster_hosts": None}, id="glusterfs-servers-not-given"),
         pytest.param(None, {"grace_period": 60}, id="grace-at-lease-time"),
         pytest.param(None, {"grace_period": 270}, id="grace-at-ganesha-limit"),
         pytest.param(None, {"recovery_root": "/srv/ganesha-recovery"}, id="other-recovery-root"),
@@ -123,6 +126,14 @@ def test_default_networks_are_checked_even_when_every_export_has_its_own():
                      ["nfs_ganesha_exports[0] (pseudo /gv0) would be open to 0.0.0.0/0, every address"], id="open-to-the-world"),
         pytest.param(None, {"client_networks": ["::/0"]}, ["would be open to ::/0, every address (from nfs_ganesha_client_networks)"],
                      id="open-to-every-ipv6-address"),
+        pytest.param(None, {"client_networks": ["10.0.0.0/7"]}, ["would be open to 10.0.0.0/7", "at least a /8"], id="ipv4-7"),
+        pytest.param(None, {"client_networks": ["2001:db8::/31"]}, ["would be open to 2001:db8::/31", "IPv6 client network is at least a /32"],
+                     id="ipv6-31"),
+        # rule 18: a GlusterFS server, for FSAL GLUSTER's Hostname localhost
+        pytest.param(None, {"gluster_hosts": ["n1", "n2"], "gluster_group": "storage"},
+                     ["nfs1: runs NFS-Ganesha but is not a GlusterFS server (not in the inventory group 'storage')",
+                      "Hostname localhost", "Fix: add the host to 'storage'"], id="not-a-glusterfs-server"),
+        pytest.param(None, {"gluster_hosts": []}, ["not in the inventory group 'glusterfs'"], id="no-glusterfs-server"),
         # rule 12: protocols
         pytest.param(None, {"protocols": []}, ["nfs_ganesha_protocols is empty"], id="no-protocol"),
         # rule 13: an export's protocols
@@ -174,3 +185,14 @@ def test_a_bad_default_network_is_reported_once_for_many_exports():
 def test_not_a_list():
     with pytest.raises(AnsibleFilterError, match="must be the list nfs_ganesha_exports"):
         PROBLEMS({"export_id": 1}, host="nfs1")
+
+
+def test_two_halves_of_ipv4_are_refused_like_every_address():
+    """0.0.0.0/1 and 128.0.0.0/1 together are every IPv4 address, here without root squash."""
+    found = check([export(clients=["0.0.0.0/1", "128.0.0.0/1"], squash="no_root_squash")])
+    assert len(found) == 2, found
+    assert found[0].startswith(
+        "nfs1: nfs_ganesha_exports[0] (pseudo /gv0) would be open to 0.0.0.0/1, 2,147,483,648 addresses (from "
+        "nfs_ganesha_exports[0] (pseudo /gv0) clients); an IPv4 client network is at least a /8"
+    ), found
+    assert "would be open to 128.0.0.0/1" in found[1] and all("Fix:" in p for p in found)

@@ -670,3 +670,55 @@ def test_cli_busy_while_a_new_peer_is_not_yet_connected_to_the_others():
     # opErrstr of `volume create` right after the peer probes, on a loaded machine (glusterfs scenario, 2026-12-02).
     assert g.cli_busy("<opErrstr>Staging failed on gluster2. Error: Host gluster3 not connected</opErrstr>", "")
     assert not g.cli_busy("<opErrstr>Staging failed on gluster2. Error: Brick: gluster2:/b1 not available.</opErrstr>", "")
+
+
+# ------------------------------------------------------------------------------------------ bricks of other volumes
+
+
+@pytest.fixture
+def all_volumes(fixture_text):
+    """Every volume of the lab pool (arb, disp, dr, rep3) as `gluster volume info --xml` without a name printed them."""
+    return g.parse_volume_info(fixture_text("gluster", "volume_info_all.xml"))
+
+
+@pytest.mark.parametrize(
+    "bricks, fragment",
+    [
+        (REP3, "brick node1:/bricks/rep3 is the same directory as brick node1:/bricks/rep3 of volume rep3"),
+        (["node1:/bricks/x", "node2:/bricks/dr1/sub", "node3:/bricks/x"], "brick node2:/bricks/dr1/sub is inside brick node2:/bricks/dr1 of volume dr"),
+        (["node1:/bricks", "node2:/bricks/x", "node3:/bricks/x"], "brick node1:/bricks is above brick node1:/bricks/arb of volume arb"),
+        (["node1:/bricks/x", "node2:/bricks/x", "node3:/bricks/disp//"], "brick node3:/bricks/disp is the same directory as brick node3:/bricks/disp"),
+    ],
+)
+def test_create_on_another_volumes_bricks_refused_even_with_force(ids, all_volumes, bricks, fragment):
+    params = {"name": "gv1", "bricks": bricks, "replica": 3, "allow_bricks_on_root_filesystem": True}
+    with pytest.raises(g.GlusterError, match=fragment):
+        g.plan_volume(None, params, None, ids, all_volumes)
+
+
+def test_add_brick_inside_another_volumes_brick_refused(ids, volume, all_volumes):
+    inside_dr = ["node1:/bricks/dr1/x", "node2:/bricks/dr1/x", "node3:/bricks/dr1/x"]
+    with pytest.raises(g.GlusterError, match="volume rep3: brick node1:/bricks/dr1/x is inside brick node1:/bricks/dr1 of volume dr"):
+        g.plan_volume(volume("volume_info_replicate.xml", "rep3"), {"name": "rep3", "bricks": REP3 + inside_dr}, None, ids, all_volumes)
+
+
+def test_own_bricks_and_side_by_side_directories_pass(ids, volume, all_volumes):
+    # rep3's own bricks are in the list of all volumes; /bricks/rep3b only shares a name prefix with /bricks/rep3
+    grow = g.plan_volume(volume("volume_info_replicate.xml", "rep3"), {"name": "rep3", "bricks": REP3 + NEW_SET}, None, ids, all_volumes)
+    assert grow[0] == vol("add-brick", "rep3", "replica", "3", *NEW_SET)
+    assert g.plan_volume(None, {"name": "gv1", "bricks": NEW_SET, "replica": 3}, None, ids, all_volumes)[0][3] == "create"
+
+
+def test_another_volumes_brick_recognised_through_another_name_of_its_peer(fixture_text, all_volumes):
+    pool = g.parse_pool_list(fixture_text("gluster", "pool_list.xml"))
+    pool[0]["hostnames"].append("10.0.0.12")  # node2's address, as a second name of the peer
+    ids = g.host_ids(pool, ["node1"])
+    with pytest.raises(g.GlusterError, match="brick 10.0.0.12:/bricks/rep3 is the same directory as brick node2:/bricks/rep3 of volume rep3"):
+        g.plan_volume(None, {"name": "gv1", "bricks": ["node1:/bricks/x", "10.0.0.12:/bricks/rep3", "node3:/bricks/x"], "replica": 3},
+                      None, ids, all_volumes)
+
+
+def test_one_brick_distribute_volume_checked_too(ids, all_volumes):
+    assert g.plan_volume(None, {"name": "gv1", "bricks": ["node1:/bricks/gv1"]}, None, ids, all_volumes)[0][3] == "create"
+    with pytest.raises(g.GlusterError, match="of volume rep3"):
+        g.plan_volume(None, {"name": "gv1", "bricks": ["node1:/bricks/rep3"]}, None, ids, all_volumes)

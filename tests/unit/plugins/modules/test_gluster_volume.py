@@ -16,6 +16,7 @@ GLUSTER = "/usr/sbin/gluster"
 REP3 = ["node1:/bricks/rep3", "node2:/bricks/rep3", "node3:/bricks/rep3"]
 NEW = ["node1:/bricks/new", "node2:/bricks/new", "node3:/bricks/new"]
 READS = {("volume", "info"), ("volume", "get"), ("volume", "status"), ("pool", "list")}
+ALL_VOLUMES = ("volume", "info", "*")
 # What a successful mutating command prints: the module reads only <opRet> of these. No capture
 # exists for a successful stop or rebalance; both use the same envelope as start / add-brick.
 SUCCESS = {
@@ -28,6 +29,7 @@ SUCCESS = {
     ("volume", "delete"): "volume_delete_ok.xml",
     ("peer", "probe"): "peer_probe_again.xml",
     ("volume", "status"): "volume_status_replicate.xml",
+    ALL_VOLUMES: "volume_info_none.xml",
 }
 
 
@@ -44,7 +46,8 @@ class FakeGluster:
         assert kwargs["environ_update"]["LANG"] == "C"
         words = tuple(args[2:-1])
         self.calls.append(list(words))
-        answer = self.answers[words[:2]]
+        # `volume info` without a name lists every volume: ALL_VOLUMES answers it
+        answer = self.answers[ALL_VOLUMES if words == ("volume", "info") else words[:2]]
         if isinstance(answer, list):
             answer = answer.pop(0) if len(answer) > 1 else answer[0]
         if isinstance(answer, tuple):  # (rc, fixture printed on stderr): a command glusterd refused
@@ -178,6 +181,32 @@ def test_force_appended_only_with_a_safety_flag(gluster, capsys):
     assert fake.mutating()[0][-1] == "force"
 
 
+def test_create_on_another_volumes_brick_fails_before_any_change(gluster, capsys):
+    # volume_info_all.xml: the lab pool's volumes arb, disp, dr and rep3, as `gluster volume info --xml` printed them
+    fake = gluster({**answers("volume_info_missing.xml"), ALL_VOLUMES: "volume_info_all.xml"})
+    result = run(capsys, name="gv1", bricks=REP3, replica=3, allow_bricks_on_root_filesystem=True)
+    assert result["failed"] is True
+    assert "volume gv1: brick node1:/bricks/rep3 is the same directory as brick node1:/bricks/rep3 of volume rep3" in result["msg"]
+    assert fake.mutating() == [] and result["commands"] == []
+    assert ["volume", "info"] in fake.calls
+
+
+def test_add_brick_inside_another_volumes_brick_fails_before_any_change(gluster, capsys):
+    fake = gluster({**answers("volume_info_replicate.xml"), ALL_VOLUMES: "volume_info_all.xml"})
+    inside = ["node1:/bricks/dr2/rep3", "node2:/bricks/dr2/rep3", "node3:/bricks/dr2/rep3"]
+    result = run(capsys, name="rep3", bricks=REP3 + inside, replica=3, _ansible_check_mode=True)
+    assert result["failed"] is True
+    assert "brick node1:/bricks/dr2/rep3 is inside brick node1:/bricks/dr2 of volume dr" in result["msg"]
+    assert fake.mutating() == []
+
+
+def test_create_beside_other_volumes_reads_them_once(gluster, capsys):
+    fake = gluster({**answers(["volume_info_missing.xml", "volume_info_replicate.xml"]), ALL_VOLUMES: "volume_info_all.xml"})
+    result = run(capsys, name="gv1", bricks=NEW, replica=3)
+    assert result["changed"] is True and "failed" not in result, result
+    assert fake.calls.count(["volume", "info"]) == 1
+
+
 @pytest.mark.parametrize(
     "info, params",
     [
@@ -195,6 +224,7 @@ def test_converged_changes_nothing(gluster, capsys, info, params):
     assert result["commands"] == []
     assert fake.mutating() == []
     assert "warnings" not in result
+    assert ["volume", "info"] not in fake.calls  # every volume is read only when bricks are to be created or added
 
 
 def test_converged_options_read_effective_values(gluster, capsys):
@@ -297,6 +327,7 @@ def test_probe_then_wait_until_connected(gluster, capsys):
     assert words == [
         ["volume", "info", "rep3"],
         ["pool", "list"],
+        ["volume", "info"],  # every volume, as a create is planned
         ["peer", "probe", "node2"],
         ["peer", "probe", "node3"],
         ["pool", "list"],  # node3 still disconnected
