@@ -37,7 +37,11 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    details: Runs only the read commands (C(volume info), C(volume get), C(pool list)) and returns the commands a real run would run.
+    details:
+      - Runs only the read commands (C(volume info), C(volume get), C(pool list)) and returns the commands a real run would run.
+      - A volume that does not exist, asked for without O(bricks) (its options or state only, for a volume another task
+        creates), is reported changed with a warning, since in check mode that task created nothing; a real run fails
+        where it still does not exist.
   diff_mode:
     support: full
     details: Shows status, bricks, replica/arbiter/disperse/redundancy counts, transport and the managed options before and after.
@@ -483,6 +487,15 @@ def main() -> None:
 
     gluster = Gluster(module, name, result)
     current = gluster.volume_info()
+    if current is None and state != "absent" and not normalised.get("bricks") and module.check_mode:
+        # Options and a state for a volume that another play creates (nfs_ganesha after glusterfs): in check mode that
+        # play created nothing either. Check mode does not fail on it; a real run does where no play creates it.
+        module.warn(
+            f"volume {name} does not exist: a real run sets its options and state once an earlier task has created it "
+            "(with its bricks, e.g. the glusterfs role), and fails if none has"
+        )
+        result["changed"] = True
+        module.exit_json(**result)
     effective = None
     if current is not None and state != "absent" and params["options"]:
         effective = gluster.effective_options()

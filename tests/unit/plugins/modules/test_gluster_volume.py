@@ -8,6 +8,7 @@ import pytest
 
 from ansible.module_utils import _internal
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common import warnings
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.hpclab.cluster.plugins.modules import gluster_volume
@@ -64,6 +65,8 @@ def gluster(monkeypatch, fixture_text, fake_clock):
     # Once a controller-side test (a filter plugin) has imported ansible.plugins, module warnings go to
     # Display instead of the result; a module runs on a target, so put that back.
     monkeypatch.setattr(_internal, "is_controller", False)
+    # Warnings are kept per process: each test starts with none, so that one test's cannot show in the next's result.
+    monkeypatch.setattr(warnings, "_global_warnings", {})
     monkeypatch.setattr(AnsibleModule, "get_bin_path", lambda self, name, required=False, opt_dirs=None: GLUSTER)
     monkeypatch.setattr(gluster_volume, "local_host_names", lambda: {"node1", "localhost"})
     clock = fake_clock
@@ -104,6 +107,24 @@ def test_check_mode_create_runs_only_reads(gluster, capsys):
     ]
     assert result["volume"] == {}
     assert [p["hostname"] for p in result["peers"]] == ["node2", "node3"]
+
+
+def test_check_mode_options_of_a_volume_not_created_yet_warns_instead_of_failing(gluster, capsys):
+    """nfs_ganesha sets options on the volume the glusterfs play creates: in check mode that play created nothing."""
+    fake = gluster(answers("volume_info_missing.xml"))
+    result = run(capsys, name="gv1", state="started", options={"features.cache-invalidation": True}, _ansible_check_mode=True)
+    assert result.get("failed") is not True, result
+    assert result["changed"] is True
+    assert "does not exist" in json.dumps(result["warnings"])
+    assert fake.mutating() == []
+
+
+def test_a_real_run_on_a_missing_volume_without_bricks_still_fails(gluster, capsys):
+    fake = gluster(answers("volume_info_missing.xml"))
+    result = run(capsys, name="gv1", state="started", options={"features.cache-invalidation": True})
+    assert result["failed"] is True
+    assert "'bricks' is needed to create it" in result["msg"]
+    assert fake.mutating() == []
 
 
 def test_check_mode_growth_runs_only_reads(gluster, capsys):
