@@ -98,6 +98,12 @@ def test_api_key_not_in_unit_files(host):
     assert host.run(f"grep -rl {KEY} /etc/systemd/system").stdout == ""
 
 
+def test_api_key_not_on_any_command_line(host):
+    """Every local user reads every process's command line (ps, /proc/PID/cmdline): the servers get the key from
+    their environment only."""
+    assert KEY not in host.check_output("ps -eo args")
+
+
 def test_api_key_file_mode(host):
     key_file = host.file("/etc/llm/api-key.env")
     assert (key_file.mode, key_file.user, key_file.group) == (0o640, "root", "llm")

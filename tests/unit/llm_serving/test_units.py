@@ -156,7 +156,7 @@ def test_the_key_file_gives_vllm_its_key(role):
     tasks = yaml.safe_load((Path(role.defaults_path).parent.parent / "tasks" / "configure.yml").read_text())
     task = next(t for t in tasks if t.get("register") == "__llm_serving_key_file")
     content = role.templar(host_vars=HOST_VARS).template(trust_as_template(task["vars"]["__llm_serving_content"]))
-    assert content == "LLM_API_KEY=vaulted\nVLLM_API_KEY=vaulted\n"
+    assert content == "LLM_API_KEY=vaulted\nVLLM_API_KEY=vaulted\nAPI_KEY=vaulted\n"
     assert task["no_log"] is True
 
 
@@ -192,7 +192,9 @@ def test_llama_cpp_unit(role):
     units = role.render_units(host_vars)
     assert unit_lines(units["tiny-a"], "ExecStart") == [
         "/opt/llm/venv-llama-cpp/bin/python -m llama_cpp.server --model /var/lib/llm/models/tiny-a.gguf"
-        " --model_alias tiny-a --host 127.0.0.1 --port 8101 --n_ctx 512 --api_key ${LLM_API_KEY}"]
+        " --model_alias tiny-a --host 127.0.0.1 --port 8101 --n_ctx 512"]
+    # The key from the environment file (API_KEY), not on the command line that every local user reads.
+    assert unit_lines(units["tiny-a"], "EnvironmentFile") == ["/etc/llm/api-key.env"]
     assert unit_lines(units["tiny-b"], "ExecStart")[0].split(" --model ")[1].startswith("/srv/b.gguf --model_alias tiny-b")
     assert "llm-tiny-a.service" in unit_lines(units["tiny-b"], "After")
     assert unit_lines(units["tiny-b"], "ExecStartPost") == ["/opt/llm/bin/llm-wait-ready http://127.0.0.1:8102/v1/models 900"]
