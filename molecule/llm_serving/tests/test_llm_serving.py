@@ -309,6 +309,29 @@ def test_a_changed_model_file_is_copied_again_and_restarts_its_server_only():
     still_serving(node)
 
 
+def test_servers_that_restart_together_all_stop_before_the_first_starts():
+    """Both servers' units change (another n_ctx): with vLLM a new plan moves GPU memory between them, so neither may
+    start while the other still holds its old share: tiny-b stops before tiny-a starts again, then tiny-a, then tiny-b
+    start in order. The next plain run puts both back the same way."""
+    node = get_host(NODE)
+
+    def times(unit):
+        out = node.check_output(
+            f"systemctl show -p InactiveEnterTimestampMonotonic -p ActiveEnterTimestampMonotonic llm-{unit}")
+        props = dict(line.split("=", 1) for line in out.splitlines())
+        return int(props["InactiveEnterTimestampMonotonic"]), int(props["ActiveEnterTimestampMonotonic"])
+
+    for models in ([tiny(n_ctx=256), tiny("tiny-b", 8102, n_ctx=256)], None):
+        started = times("tiny-a")[1]
+        run = run_playbook(extra_vars={"llm_serving_models": models} if models else None)
+        assert run.rc == 0, run
+        (a_stopped, a_started), (b_stopped, b_started) = times("tiny-a"), times("tiny-b")
+        assert a_started > started, run  # both restarted
+        assert b_stopped < a_started < b_started, (a_stopped, a_started, b_stopped, b_started)
+        assert b_stopped <= a_stopped, "the last server stops first"
+    still_serving(node)
+
+
 # Last: it restarts a server. A flag llama.cpp's server does not know passes every input check (extra_args
 # are the server's own); the server then exits at its restart, and the role's check after the restart
 # must fail the run naming the unit. The next plain run restores it.
