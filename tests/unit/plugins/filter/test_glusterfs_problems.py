@@ -271,7 +271,7 @@ def test_not_a_list():
         PROBLEMS({"name": "gv0"}, host="n1")
 
 
-def test_review_repro_volumes_on_another_volumes_bricks():
+def test_a_volume_on_and_one_inside_another_volumes_brick_each_clash_once():
     """gv1 on gv0's brick directory and gv2 inside it: each clash is one problem, none passes."""
     found = check([volume(), volume(name="gv1"), volume(name="gv2", brick_dirs=["/bricks/gv0/brick1/sub"])])
     assert len(found) == 3, found

@@ -1,5 +1,6 @@
-"""The llm_serving role's checks added by the security review (rules 47 and 48), and the review's corrections to rules 11,
-23 and 41: keys and logins in front of the models, spellings vLLM takes, and explicit utilisations within the plan."""
+"""llm_serving_problems on who reaches the models: a key on servers other hosts reach (rule 47), logins on web UIs they
+reach (rule 48); and the values that reach vLLM as written: dtype, kv_cache_dtype and quantization spelt exactly (rules 11
+and 41), explicit utilisations within what the planner leaves (rule 23)."""
 
 from __future__ import annotations
 
