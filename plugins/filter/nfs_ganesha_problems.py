@@ -25,7 +25,7 @@ description:
     export's C(protocols) are among O(protocols); (14) O(grace_period) is 60..270; (15) O(recovery_root)
     is a canonical absolute path other than C(/); (16) O(volume_wait_timeout) and O(start_timeout)
     are at least 1; (17) O(volume_options) maps option names to single values; (18) with O(gluster_hosts), the
-    host is one of them."
+    host is one of them; (19) O(attr_expiration_time) is -1..2147483647 seconds."
 options:
   _input:
     description: C(nfs_ganesha_exports).
@@ -86,6 +86,10 @@ options:
     description: The inventory group of the GlusterFS servers, for the messages.
     type: str
     default: glusterfs
+  attr_expiration_time:
+    description: C(nfs_ganesha_attr_expiration_time).
+    type: int
+    default: 0
 """
 
 EXAMPLES = r"""
@@ -129,6 +133,9 @@ PROTOCOLS = (3, 4)
 SHORTEST_PREFIX = {4: 8, 6: 32}
 GRACE_MIN = 60
 GRACE_MAX = 270
+# Attr_Expiration_Time: -1 caches attributes until Ganesha is told of a change, 0 not at all (an int32 in Ganesha).
+ATTR_EXPIRATION_MIN = -1
+ATTR_EXPIRATION_MAX = 2**31 - 1
 
 
 def _path_problem(value, allow_root=False):
@@ -175,7 +182,8 @@ def _network_problem(value):
 
 def nfs_ganesha_problems(exports, host, group_hosts=None, group="nfs_ganesha", client_networks=None, protocols=(3, 4),
                          grace_period=90, recovery_root="/var/lib/nfs/ganesha", volume_wait_timeout=120,
-                         start_timeout=60, volume_options=None, gluster_hosts=None, gluster_group="glusterfs"):
+                         start_timeout=60, volume_options=None, gluster_hosts=None, gluster_group="glusterfs",
+                         attr_expiration_time=0):
     """Filter entry point: see DOCUMENTATION."""
     from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import to_int
     # Imported here, not at the top: Ansible imports every file of plugins/filter in each worker process that looks up
@@ -295,6 +303,12 @@ def nfs_ganesha_problems(exports, host, group_hosts=None, group="nfs_ganesha", c
         seconds = to_int(value)
         if seconds is None or seconds < 1:
             problem(f"{variable} {value!r} is not a number of seconds of at least 1. Fix: keep its default.")
+    seconds = to_int(attr_expiration_time)
+    if seconds is None or not ATTR_EXPIRATION_MIN <= seconds <= ATTR_EXPIRATION_MAX:
+        problem(
+            f"nfs_ganesha_attr_expiration_time {attr_expiration_time!r} is not a number of seconds from {ATTR_EXPIRATION_MIN} "
+            f"to {ATTR_EXPIRATION_MAX}. Fix: keep the default 0 (Ganesha asks GlusterFS for a file's attributes each time)."
+        )
     if volume_options is not None and not isinstance(volume_options, Mapping):
         problem(f"nfs_ganesha_volume_options {volume_options!r} is not a dict. Fix: map option names to values, e.g. {{features.cache-invalidation: 'on'}}.")
     else:

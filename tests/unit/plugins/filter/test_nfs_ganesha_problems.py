@@ -43,6 +43,9 @@ def test_registered():
         pytest.param(None, {"grace_period": 60}, id="grace-at-lease-time"),
         pytest.param(None, {"grace_period": 270}, id="grace-at-ganesha-limit"),
         pytest.param(None, {"recovery_root": "/srv/ganesha-recovery"}, id="other-recovery-root"),
+        pytest.param(None, {"attr_expiration_time": -1}, id="attributes-kept-until-told"),
+        pytest.param(None, {"attr_expiration_time": 2147483647}, id="attributes-kept-int32-max"),
+        pytest.param(None, {"attr_expiration_time": "60"}, id="attributes-kept-60-as-string"),
         pytest.param(None, {"volume_options": {"features.cache-invalidation": "on", "performance.cache-size": 1024}},
                      id="volume-options"),
     ],
@@ -144,6 +147,11 @@ def test_default_networks_are_checked_even_when_every_export_has_its_own():
         pytest.param(None, {"grace_period": 10}, ["nfs_ganesha_grace_period 10 is outside 60..270"], id="grace-too-short"),
         pytest.param(None, {"grace_period": 300}, ["nfs_ganesha_grace_period 300 is outside 60..270"], id="grace-too-long"),
         pytest.param(None, {"grace_period": "long"}, ["nfs_ganesha_grace_period 'long'"], id="grace-not-a-number"),
+        # rule 19: Attr_Expiration_Time, an int32 of Ganesha's from -1
+        pytest.param(None, {"attr_expiration_time": -2}, ["nfs_ganesha_attr_expiration_time -2 is not a number of seconds from -1 to 2147483647"],
+                     id="attributes-below-minus-one"),
+        pytest.param(None, {"attr_expiration_time": 2147483648}, ["nfs_ganesha_attr_expiration_time 2147483648 is not"], id="attributes-past-int32"),
+        pytest.param(None, {"attr_expiration_time": "a minute"}, ["nfs_ganesha_attr_expiration_time 'a minute' is not"], id="attributes-not-a-number"),
         # rule 15: recovery root
         pytest.param(None, {"recovery_root": "var/lib/nfs/ganesha"}, ["nfs_ganesha_recovery_root 'var/lib/nfs/ganesha' is not an absolute"],
                      id="recovery-root-relative"),
