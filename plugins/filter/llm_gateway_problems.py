@@ -47,6 +47,9 @@ description:
     directory inside it or around it (each directory's revocation removes every file it does not expect)."
   - "Model servers' key: (27) O(backend_api_key) is set where O(users) is not empty: the model servers' host is shared
     (a Slurm worker, in the reference design), and servers without a key would let anyone there bypass the gateway."
+  - "Web UI without users: (28) O(web_url) is empty where O(users) is: the web UI sends every chat through the gateway
+    with its own key, and only the users get logins, so with none anyone who reaches it would use every model. The
+    llm_serving role refuses such a web UI too (its rule 46), but only after this role changed the gateway."
 options:
   _input:
     description: C(llm_gateway_backends), each C(name), C(port), optional C(host); other keys (C(engine)) are ignored.
@@ -484,6 +487,12 @@ def llm_gateway_problems(backends, host, users=None, keys=None, backend_api_key=
     _listen_problems(port, listen_address, host_addresses, good_backends, reserved_ports, more_reserved_ports, problem)
     _limit_problems(rate_limit, rate_burst, max_body_size, read_timeout, problem)
     _web_problems({} if web_passwords is None else web_passwords, user_names, web_url, problem)
+    if not users and isinstance(web_url, str) and web_url:
+        problem(f"llm_gateway_web_url {web_url} names a web UI, but llm_gateway_users is empty: the web UI sends every chat "
+                "through the gateway with its own key and only the gateway's users get logins, so anyone who reaches it would "
+                "use every model without logging in (the llm_serving role refuses that web UI, after this role changed the "
+                "gateway). Fix: list the cluster's users in hpclab_cluster_users (the gateway gives each a web password), "
+                "or set llm_serving_fastchat_enabled: false.")
     _path_problems(key_dir, home_root, web_password_dir, problem)
     return problems
 

@@ -71,8 +71,9 @@ def test_bad_reserved_table_raises():
         pytest.param(None, {"keys": {}}, id="every-key-generated"),
         pytest.param(None, {"keys": {"alice": KEY_A, "bob": KEY_B + "=="}}, id="given-keys-with-padding"),
         pytest.param(None, {"keys": {"alice": "x" * 200}}, id="longest-key"),
-        pytest.param(None, {"users": [], "keys": {}}, id="nobody-yet"),
-        pytest.param(None, {"users": [], "keys": {}, "backend_api_key": ""}, id="nobody-yet-servers-without-a-key"),
+        # No users yet: valid without a web UI (with one, rule 28).
+        pytest.param(None, {"users": [], "keys": {}, "web_url": ""}, id="nobody-yet"),
+        pytest.param(None, {"users": [], "keys": {}, "backend_api_key": "", "web_url": ""}, id="nobody-yet-servers-without-a-key"),
         pytest.param([{"name": "a", "port": 8000, "host": "10.0.0.12"}, {"name": "b", "port": 8000, "host": "10.0.0.13"}], {},
                      id="same-port-other-hosts"),
         pytest.param([{"name": "m", "port": 4000, "host": "10.0.0.12"}], {}, id="gateway-port-on-another-host"),
@@ -294,4 +295,15 @@ def test_users_need_a_key_in_front_of_the_model_servers():
 
 
 def test_the_backend_key_is_not_needed_before_there_are_users():
-    assert check(users=[], keys={}, backend_api_key="") == []
+    assert check(users=[], keys={}, backend_api_key="", web_url="") == []
+
+
+def test_a_web_ui_without_users_fails_before_the_gateway_changes():
+    """Rule 28: no users, so no web logins, while the web UI sends every chat through the gateway with its own key: the
+    llm_serving role would refuse that web UI (its rule 46) only after the gateway's play had changed the gateway."""
+    found = check(users=[], keys={}, backend_api_key="")
+    assert len(found) == 1, found
+    assert found[0].startswith("gpu1: llm_gateway_web_url http://10.0.0.5:7860/ names a web UI, but llm_gateway_users is "
+                               "empty"), found
+    assert "Fix: list the cluster's users in hpclab_cluster_users" in found[0], found
+    assert "llm_serving_fastchat_enabled: false" in found[0], found

@@ -193,6 +193,11 @@ BAD_INPUT = [
                  id="short-web-password"),
     pytest.param({"hpclab_cluster_users": USERS + [{"name": "webui", "uid": 2003, "gid": 2003}]},
                  f"{NODE}: llm_gateway_users[2]: webui is the name of the web UI's own key at the gateway", id="user-named-webui"),
+    # No users, so no web logins, in front of a web UI that sends every chat through the gateway: refused here, not by
+    # the llm_serving role after the gateway changed.
+    pytest.param({"hpclab_cluster_users": []},
+                 "names a web UI, but llm_gateway_users is empty: the web UI sends every chat through the gateway",
+                 id="web-ui-without-users"),
     pytest.param({"llm_serving_fastchat_bind_address": "0.0.0.0"},
                  f"{NODE}: llm_serving_fastchat_bind_address 0.0.0.0 would listen on every network of the host",
                  id="web-ui-on-every-address"),
