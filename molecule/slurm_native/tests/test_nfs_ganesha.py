@@ -26,6 +26,16 @@ def url(path: str, version: int, **params) -> str:
     return f"nfs://{SERVER}/gv0/{path}?{query}"
 
 
+def read_until(client, read: str, content: str, seconds: float, every: float = 0.5) -> tuple[str, float]:
+    """Reads READ over NFS until it holds CONTENT or SECONDS pass: what was read last, and the seconds waited."""
+    started = time.monotonic()
+    seen = client.check_output("nfs-cat %s", read)
+    while seen != content and time.monotonic() < started + seconds:
+        time.sleep(every)
+        seen = client.check_output("nfs-cat %s", read)
+    return seen, time.monotonic() - started
+
+
 @pytest.fixture(scope="module")
 def client():
     return get_host(CLIENT)
@@ -73,12 +83,7 @@ def test_read_file_written_through_gluster(client, gluster_other, version):
     # GlusterFS client keeps attributes for a second: a read right after the write may still see the new file
     # empty (clean-clone runs saw that over NFSv3, and, while Ganesha kept attributes 60 s, for 20 s over NFSv4).
     # The content must arrive, within seconds.
-    read = url(f"from-gluster-v{version}.txt", version)
-    seen = client.check_output("nfs-cat %s", read)
-    deadline = time.monotonic() + 20
-    while seen != content and time.monotonic() < deadline:
-        time.sleep(0.5)
-        seen = client.check_output("nfs-cat %s", read)
+    seen, _ = read_until(client, url(f"from-gluster-v{version}.txt", version), content, 20)
     assert seen == content
 
 
@@ -90,18 +95,10 @@ def test_file_rewritten_through_gluster_after_a_read_over_nfs_is_read_with_its_n
     name = f"rewritten-v{version}-{uuid.uuid4().hex[:8]}.txt"
     read = url(name, version)
     gluster_other.check_output(f"echo first > {MOUNT}/{name}")
-    deadline = time.monotonic() + 20
-    while client.run("nfs-cat %s", read).stdout.strip() != "first" and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert client.check_output("nfs-cat %s", read) == "first"
+    assert read_until(client, read, "first", 20)[0] == "first"
     content = f"rewritten through gluster {uuid.uuid4()}"
     gluster_other.check_output(f"echo '{content}' > {MOUNT}/{name}")
-    started = time.monotonic()
-    seen = client.check_output("nfs-cat %s", read)
-    while seen != content and time.monotonic() < started + 10:
-        time.sleep(0.25)
-        seen = client.check_output("nfs-cat %s", read)
-    waited = time.monotonic() - started
+    seen, waited = read_until(client, read, content, 10, every=0.25)
     print(f"NFSv{version}: the rewritten file read {'with its new' if seen == content else 'still with its old'} content after {waited:.2f} s")
     assert seen == content, f"still {seen!r} over NFSv{version} {waited:.1f} s after the rewrite"
 
