@@ -83,7 +83,7 @@ def test_read_file_written_through_gluster(client, gluster_other, version):
     # GlusterFS client keeps attributes for a second: a read right after the write may still see the new file
     # empty (clean-clone runs saw that over NFSv3, and, while Ganesha kept attributes 60 s, for 20 s over NFSv4).
     # The content must arrive, within seconds.
-    seen, _ = read_until(client, url(f"from-gluster-v{version}.txt", version), content, 20)
+    seen = read_until(client, url(f"from-gluster-v{version}.txt", version), content, 20)[0]
     assert seen == content
 
 
