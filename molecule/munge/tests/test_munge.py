@@ -146,6 +146,23 @@ def test_node_with_foreign_key_is_named_and_left_alone(foreign_key_on_last_node)
     assert key_sha256(foreign_key_on_last_node) == foreign
 
 
+# The checks are tagged always: a run limited to the key step by --tags names the host and leaves its key alone too.
+def test_run_limited_by_tags_checks_first_and_leaves_a_foreign_key_alone(foreign_key_on_last_node):
+    foreign = key_sha256(foreign_key_on_last_node)
+    run = run_playbook("converge.yml", "--tags", "munge_configure")
+    assert run.rc != 0, run
+    assert "The hosts hold different MUNGE keys" in run.output, run
+    assert f"{testinfra_hosts[-1]} (sha256 {foreign[:12]})" in run.output, run
+    assert run.total_changed == 0, run
+    assert key_sha256(foreign_key_on_last_node) == foreign
+
+
+def test_run_limited_by_tags_to_the_service_step_changes_nothing():
+    run = run_playbook("converge.yml", "--tags", "munge_service")
+    assert run.rc == 0, run
+    assert run.total_changed == 0, run
+
+
 def test_rotation_replaces_every_key_and_credentials_still_decode():
     new_key = base64.b64encode(os.urandom(128)).decode()
     run = run_playbook(extra_vars={"munge_key": new_key, "munge_rotate": True})

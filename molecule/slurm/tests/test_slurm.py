@@ -219,6 +219,17 @@ def test_a_run_that_changes_nothing_restarts_nothing():
     assert container_ids() == before
 
 
+# A run limited by --tags to the Slurm layer's configure and service steps: the macvlan addresses, the checks and the
+# controller's settings still come first (tagged always), and the containers are left as they are.
+def test_a_run_limited_by_tags_to_configure_and_service_changes_nothing():
+    before = container_ids()
+    tags = "slurm_master_configure,slurm_worker_configure,slurm_master_service,slurm_worker_service"
+    run = run_playbook(SLURM_PLAYBOOK, "--tags", tags)
+    assert run.rc == 0, run
+    assert run.total_changed == 0, run
+    assert container_ids() == before
+
+
 def test_check_mode_changes_nothing():
     run = run_playbook(check=True)
     assert run.rc == 0, run

@@ -205,6 +205,27 @@ def test_reloadable_change_is_reconfigured_then_changed_node_lines_restart_slurm
     assert wait_for_idle_workers() == ALL_IDLE
 
 
+# An admin who changed a slurm.conf setting runs only the configure steps (--tags): the checks, the controller's
+# settings and the nodes' facts still come first, every node gets the file and the daemons reconfigure.
+TAGS_CONFIGURE = ("--tags", "slurm_master_configure,slurm_worker_configure")
+
+
+def test_a_run_limited_by_tags_to_the_configure_steps_writes_every_slurm_conf_and_reconfigures():
+    before = daemon_ids()
+    run = run_playbook(SLURM_PLAYBOOK, *TAGS_CONFIGURE, extra_vars={"slurm_master_max_time": 60})
+    assert run.rc == 0, run
+    assert "Reconfigure slurm" in run.output, run
+    assert len(set(conf_checksums().values())) == 1
+    assert "MaxTime=60" in controller().file(CONF).content_string
+    assert controller().check_output("sinfo --noheader --format=%l") == "1:00:00"
+    assert daemon_ids() == before
+    back = run_playbook(SLURM_PLAYBOOK, *TAGS_CONFIGURE)
+    assert back.rc == 0, back
+    assert controller().check_output("sinfo --noheader --format=%l") == "infinite"
+    assert daemon_ids() == before
+    assert wait_for_idle_workers() == ALL_IDLE
+
+
 def assert_failed_before_any_change(run, before_conf, before_ids, *words):
     assert run.rc != 0, run
     for word in words + ("Fix:",):
@@ -265,6 +286,13 @@ def test_bad_input_fails_before_any_change(bad_input_runs, extra_vars, words):
         assert wait_for_idle_workers() == ALL_IDLE
         return
     assert_failed_before_any_change(run, before_conf, before_ids, *words)
+
+
+# The checks are tagged always: a run limited to one step by --tags fails before any change as a whole run does.
+def test_bad_input_in_a_run_limited_by_tags_fails_before_any_change():
+    before_conf, before_ids = conf_checksums(), daemon_ids()
+    run = run_playbook(SLURM_PLAYBOOK, "--tags", "slurm_worker_configure", extra_vars={"slurm_master_config": {"SlurmdTimout": 300}})
+    assert_failed_before_any_change(run, before_conf, before_ids, "slurm_master_config has keys that are not slurm.conf keys", "'SlurmdTimout'")
 
 
 def test_host_name_that_cannot_be_a_slurm_node_name_fails_before_any_change(tmp_path):
