@@ -228,6 +228,11 @@ def test_a_run_limited_by_tags_to_configure_and_service_changes_nothing():
     assert run.rc == 0, run
     assert run.total_changed == 0, run
     assert container_ids() == before
+    # The service steps alone: no slurm.conf is written in that run.
+    service = run_playbook(SLURM_PLAYBOOK, "--tags", "slurm_master_service,slurm_worker_service")
+    assert service.rc == 0, service
+    assert service.total_changed == 0, service
+    assert container_ids() == before
 
 
 def test_check_mode_changes_nothing():

@@ -226,6 +226,26 @@ def test_a_run_limited_by_tags_to_the_configure_steps_writes_every_slurm_conf_an
     assert wait_for_idle_workers() == ALL_IDLE
 
 
+def test_a_run_limited_by_tags_to_the_service_steps_starts_a_stopped_slurmd_and_nothing_else():
+    """The service steps alone (no slurm.conf written in the run): it failed with 'slurm_common_result' is undefined."""
+    stopped = WORKERS[-1]
+    before = daemon_ids()
+    get_host(stopped).check_output("systemctl stop slurmd")
+    run = run_playbook(SLURM_PLAYBOOK, "--tags", "slurm_master_service,slurm_worker_service")
+    assert run.rc == 0, run
+    assert {h: r["changed"] for h, r in run.recap.items() if r["changed"]} == {stopped: 1}, run
+    assert "Start slurmd at boot and now" in run.output, run
+    assert get_host(stopped).service("slurmd").is_running
+    after = daemon_ids()
+    assert {k: v for k, v in after.items() if not k.startswith(f"{stopped}/")} == {
+        k: v for k, v in before.items() if not k.startswith(f"{stopped}/")
+    }
+    assert wait_for_idle_workers() == ALL_IDLE
+    again = run_playbook(SLURM_PLAYBOOK, "--tags", "slurm_master_service,slurm_worker_service")
+    assert again.rc == 0 and again.total_changed == 0, again
+    assert daemon_ids() == after
+
+
 def assert_failed_before_any_change(run, before_conf, before_ids, *words):
     assert run.rc != 0, run
     for word in words + ("Fix:",):
