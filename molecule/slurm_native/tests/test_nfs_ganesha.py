@@ -154,8 +154,9 @@ BAD_INPUT = [
 @pytest.fixture(scope="module")
 def bad_input_runs(client, gluster_other):
     """Every bad input's run, side by side, and what the export was before them. The storage playbook with
-    --tags nfs_ganesha, as an admin changing only the exports runs it: the GlusterFS play, which none of these
-    inputs touch, is skipped (without it each case took as long as a no-change run of the whole volume)."""
+    --tags nfs_ganesha, as an admin changing only the exports runs it: of the GlusterFS play, which none of these
+    inputs touch, only the read-only checks run (without the tag each case took as long as a no-change run of the
+    whole volume)."""
     before = get_host(SERVER).file("/etc/ganesha/ganesha.conf").sha256sum, ganesha_pid()
     return before, run_playbooks_side_by_side(STORAGE_PLAYBOOK, [case.values[0] for case in BAD_INPUT], "--tags", "nfs_ganesha")
 
@@ -172,6 +173,28 @@ def test_bad_input_fails_before_any_change_and_the_export_is_still_served(client
     listing = client.run("nfs-ls %s", url("", 4))  # read as test_export_lists reads it
     assert listing.rc == 0, listing.stderr
     assert USER_DIR in listing.stdout
+
+
+# A run limited by --tags to one step checks first too: under --tags nfs_ganesha_configure the checks were skipped,
+# the export open to the world was written and Ganesha restarted with it; under --tags nfs_ganesha_service alone the
+# run failed ('__nfs_ganesha_conf_written' is undefined).
+def test_bad_input_in_a_run_limited_by_tags_to_the_configure_step_fails_before_any_change(client):
+    conf_before, pid_before = get_host(SERVER).file("/etc/ganesha/ganesha.conf").sha256sum, ganesha_pid()
+    run = run_playbook(STORAGE_PLAYBOOK, "--tags", "nfs_ganesha_configure", extra_vars={"nfs_ganesha_exports": [export(clients=["0.0.0.0/0"])]})
+    assert run.rc != 0, run
+    assert f"{SERVER}: nfs_ganesha_exports[0] (pseudo /gv0) would be open to 0.0.0.0/0" in run.output and "Fix:" in run.output, run
+    assert run.total_changed == 0, run
+    assert get_host(SERVER).file("/etc/ganesha/ganesha.conf").sha256sum == conf_before
+    assert ganesha_pid() == pid_before
+
+
+def test_a_run_limited_by_tags_to_the_service_step_changes_nothing(client):
+    pid_before = ganesha_pid()
+    run = run_playbook(STORAGE_PLAYBOOK, "--tags", "nfs_ganesha_service")
+    assert run.rc == 0, run
+    assert run.total_changed == 0, run
+    assert ganesha_pid() == pid_before
+    assert client.run("nfs-ls %s", url("", 4)).rc == 0
 
 
 # Last: it restarts Ganesha. A volpath missing on the volume passes every input check (the filter cannot
