@@ -11,7 +11,8 @@ version_added: 0.1.0
 description:
   - Reads the result of C(community.docker.docker_host_info) with O(images=true), O(containers=true),
     O(containers_all=true) and O(verbose_output=true) and tells whether the container O(name) runs, was created from
-    the image that the tag O(image) names now, and carries every label of O(labels) with the same value.
+    the image that the tag O(image) names now, carries every label of O(labels) with the same value and is on every
+    network of O(networks) with its address there.
   - A role that labels its containers with a hash of their settings can then skip C(community.docker.docker_container)
     for a container whose hash is unchanged (one read of the engine per host instead of one module call per
     container); the module still decides for every other container, and creates or recreates it with the new label.
@@ -29,6 +30,15 @@ options:
     description: Labels the container must carry with these values; more labels on the container do not matter.
     type: dict
     default: {}
+  networks:
+    description:
+      - Networks the container must be on, each with the IPv4 address it must have there (an empty address, any
+        address); more networks do not matter.
+      - A container whose network was removed (and made again) keeps running with none, though its settings and their
+        label are unchanged, so the label alone would not show it.
+    type: dict
+    default: {}
+    version_added: 0.4.0
 extends_documentation_fragment:
   - hpclab.cluster.docker_host_info
 """
@@ -68,7 +78,7 @@ _value:
 from ansible.errors import AnsibleFilterError
 
 
-def docker_container_current(host_info, name, image, labels=None):
+def docker_container_current(host_info, name, image, labels=None, networks=None):
     """Filter entry point: see DOCUMENTATION."""
     if not isinstance(host_info, dict):
         raise AnsibleFilterError(f"docker_container_current expects the result of docker_host_info, got {type(host_info).__name__}")
@@ -77,7 +87,11 @@ def docker_container_current(host_info, name, image, labels=None):
     if not image_id or not container or container.get("State") != "running" or container.get("ImageID") != image_id:
         return False
     have = container.get("Labels") or {}
-    return all(have.get(key) == value for key, value in (labels or {}).items())
+    if not all(have.get(key) == value for key, value in (labels or {}).items()):
+        return False
+    attached = (container.get("NetworkSettings") or {}).get("Networks") or {}
+    return all(network in attached and (not address or (attached[network] or {}).get("IPAddress") == address)
+               for network, address in (networks or {}).items())
 
 
 class FilterModule:

@@ -70,3 +70,23 @@ def test_a_read_without_verbose_output_has_no_state_so_nothing_is_current():
 def test_not_a_read_is_an_error():
     with pytest.raises(AnsibleFilterError, match="expects the result of docker_host_info, got list"):
         current([], "node1", SLURMCTLD)
+
+
+# A real read of worker cn1's engine (the slurm scenario) after the macvlan network `slurm` was removed and made again:
+# the container runs on with no network at all, its settings' label unchanged.
+DETACHED = json.loads((Path(__file__).parents[2] / "fixtures" / "docker" / "host_info_detached.json").read_text())
+SLURMD = "hpclab/slurmd:fb70a3e6d33f"
+
+
+def test_a_container_on_its_network_with_its_address_is_current():
+    assert current(READ, "node1", SLURMCTLD, RECIPE, {"slurm": "172.31.250.192"}) is True
+    assert current(READ, "node1", SLURMCTLD, RECIPE, {"slurm": ""}) is True  # any address
+
+
+def test_a_container_off_its_network_or_at_another_address_is_not_current():
+    label = {"org.hpclab.container-spec": "c5f95a7a432ec91cabf6315c4e6acb25d5c90392"}
+    assert current(DETACHED, "cn1", SLURMD, label) is True  # the label alone does not show it
+    assert current(DETACHED, "cn1", SLURMD, label, {"slurm": "172.31.240.193"}) is False
+    assert current(DETACHED, "cn1", SLURMD, label, {"slurm": ""}) is False
+    assert current(READ, "node1", SLURMCTLD, RECIPE, {"slurm": "172.31.250.200"}) is False
+    assert current(READ, "node1", SLURMCTLD, RECIPE, {"hpclab": ""}) is False
