@@ -131,6 +131,28 @@ def test_bad_input_fails_before_any_change_and_the_share_still_answers(k3s, nfs,
     assert json.loads(nfs(4, "stat", "/"))["is_dir"]
 
 
+# A run limited by --tags to one step checks the whole input first too: before, under --tags k3s_nfs_csi_storageclass
+# the checks were skipped and a StorageClass pointing at a share no export has was written (changed=1).
+@pytest.mark.parametrize("tag", ["k3s_nfs_csi_storageclass", "k3s_nfs_csi_install"])
+def test_bad_input_in_a_run_limited_by_tags_fails_before_any_change(k3s, nfs, tag):
+    manifests = ("csi-driver-nfs.yaml", "storageclass-nfs-csi.yaml")
+    before = {name: k3s.file(f"{MANIFESTS}/{name}").sha256sum for name in manifests}
+    run = run_playbook("../../playbooks/k3s.yml", "--tags", tag, extra_vars={"k3s_nfs_csi_share": "/nope"})
+    assert run.rc != 0, run
+    assert f"{K3S}: k3s_nfs_csi_share: '/nope' is not the Pseudo path of any NFS-Ganesha export" in run.output, run
+    assert "Fix:" in run.output and "storageclass | " not in run.output and "install | " not in run.output, run
+    assert run.total_changed == 0, run
+    assert {name: k3s.file(f"{MANIFESTS}/{name}").sha256sum for name in manifests} == before
+    assert json.loads(nfs(4, "stat", "/"))["is_dir"]
+
+
+def test_each_step_alone_by_its_tag_changes_nothing():
+    for tag in ("k3s_nfs_csi_install", "k3s_nfs_csi_storageclass", "k3s_nfs_csi_applied"):
+        run = run_playbook("../../playbooks/k3s.yml", "--tags", tag)
+        assert run.rc == 0 and run.total_changed == 0, (tag, run)
+        assert "preflight | Check the host" in run.output, (tag, run)
+
+
 # The provisioning contract: what csi-driver-nfs does for a PVC, done with a real NFS client.
 
 

@@ -274,6 +274,57 @@ def test_bad_input_fails_before_any_change_and_the_models_still_answer(extra_var
     still_serving(node)
 
 
+# A run limited by --tags to one step (the llm_serving and llm_gateway roles', through playbooks/llm.yml) checks the
+# whole input first and does that step. Before, every such run failed at once: the web UIs' play read the gateway's
+# llm_gateway_result, which no gateway task under those tags published (and the gateway's own steps were never
+# selected: its role was included untagged).
+TAG_RUNS = ["llm_serving_service", "llm_serving_configure", "llm_serving_install,llm_serving_models", "llm_gateway_configure",
+            "llm_gateway_keys,llm_gateway_web,llm_gateway_homes,llm_gateway_service"]
+
+
+def test_runs_limited_by_tags_to_steps_change_nothing_and_restart_nothing():
+    node = get_host(NODE)
+    before, files = {unit: unit_state(node, unit) for unit in UNITS}, unit_files(node)
+    for tags in TAG_RUNS:
+        run = run_playbook("converge.yml", "--tags", tags)
+        assert run.rc == 0 and run.total_changed == 0, (tags, run)
+        assert "preflight | Check the models" in run.output, (tags, run)
+    assert unit_files(node) == files
+    assert {unit: unit_state(node, unit) for unit in UNITS} == before
+    still_serving(node)
+
+
+def test_a_run_limited_by_tags_to_the_service_step_starts_a_stopped_server_and_nothing_else():
+    node = get_host(NODE)
+    stopped = "llm-tiny-b"
+    others = [unit for unit in UNITS if unit != stopped]
+    node.check_output(f"systemctl stop {stopped}")
+    before = {unit: unit_state(node, unit) for unit in others}
+    run = run_playbook("converge.yml", "--tags", "llm_serving_service")
+    assert run.rc == 0 and run.total_changed == 1, run
+    assert node.service(stopped).is_running, journal_on_failure(node, stopped)
+    assert {unit: unit_state(node, unit) for unit in others} == before
+    still_serving(node)
+
+
+@pytest.mark.parametrize("tags,extra_vars,message", [
+    pytest.param("llm_serving_configure", {"llm_serving_bind_address": "127.0.0.300"},
+                 f"{NODE}: llm_serving_bind_address '127.0.0.300' is not an IP address", id="llm_serving_configure"),
+    pytest.param("llm_gateway_configure", {"llm_gateway_port": 8101},
+                 f"{NODE}: llm_gateway_port 8101 is the port of the model server tiny-a", id="llm_gateway_configure"),
+])
+def test_bad_input_in_a_run_limited_by_tags_fails_before_any_change(tags, extra_vars, message):
+    node = get_host(NODE)
+    before, files = {unit: unit_state(node, unit) for unit in UNITS}, unit_files(node)
+    run = run_playbook("converge.yml", "--tags", tags, extra_vars=extra_vars)
+    assert run.rc != 0, run
+    assert message in run.output and "Fix:" in run.output, run
+    assert run.total_changed == 0, run
+    assert unit_files(node) == files
+    assert {unit: unit_state(node, unit) for unit in UNITS} == before
+    still_serving(node)
+
+
 def test_a_bad_api_key_is_refused_without_showing_it():
     node = get_host(NODE)
     before = {unit: unit_state(node, unit) for unit in UNITS}

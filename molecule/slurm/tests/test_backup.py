@@ -127,6 +127,26 @@ def test_a_backup_run_that_changes_nothing_restarts_nothing(host):
     assert host.check_output("systemctl show -p ActiveEnterTimestampMonotonic --value hpclab-backup.timer") == timer_since
 
 
+# A run limited by --tags to one step checks the whole input first too. Before, the preflight carried only the role's
+# own tags: under --tags backup_configure a retention that keeps nothing was written into the script unchecked, and
+# --tags backup_service failed ('__backup_service_unit' is undefined).
+def test_runs_limited_by_tags_to_one_step_change_nothing_and_restart_nothing(host):
+    timer_since = host.check_output("systemctl show -p ActiveEnterTimestampMonotonic --value hpclab-backup.timer")
+    for tags in ("backup_install", "backup_repository", "backup_configure", "backup_service"):
+        run = run_playbook(BACKUP_PLAYBOOK, "--tags", tags)
+        assert run.rc == 0 and run.total_changed == 0, (tags, run)
+        assert "preflight | Check the repository" in run.output, (tags, run)
+    assert host.check_output("systemctl show -p ActiveEnterTimestampMonotonic --value hpclab-backup.timer") == timer_since
+
+
+def test_bad_input_in_a_run_limited_by_tags_fails_before_any_change(host):
+    before = host.file(SCRIPT).sha256sum
+    run = run_playbook(BACKUP_PLAYBOOK, "--tags", "backup_configure", extra_vars={"backup_retention": {"keep_daily": 0}})
+    assert run.rc != 0 and run.total_changed == 0, run
+    assert f"{BACKUP_HOST}: backup_retention.keep_daily 0 is not a positive whole number" in run.output and "Fix:" in run.output, run
+    assert host.file(SCRIPT).sha256sum == before
+
+
 # Each message names the host and the variable, and says the fix.
 BAD_INPUT = [
     pytest.param({"backup_repository": "/no/such/disk/restic"},

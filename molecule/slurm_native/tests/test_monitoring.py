@@ -271,5 +271,29 @@ def test_bad_input_fails_before_any_change_naming_host_variable_and_fix():
     assert listen_address(SERVER, "/etc/default/prometheus-node-exporter") == exporter
 
 
+# A run limited by --tags to one step of the monitoring role checks first and keeps every node in Prometheus'
+# configuration. Before, the exporters' entry point was included untagged: under --tags monitoring_configure no node
+# published its scrape target, and the server's configure step was given none.
+@pytest.mark.parametrize("tags", ["monitoring_configure", "monitoring_install", "monitoring_service"])
+def test_a_run_limited_by_tags_to_one_step_keeps_every_target_and_changes_nothing(tags):
+    config = server().file("/etc/prometheus/prometheus.yml").sha256sum
+    pids = {n: get_host(n).check_output("systemctl show -p MainPID --value prometheus-node-exporter") for n in NODES}
+    run = run_playbook("monitoring_only.yml", "--tags", tags)
+    assert run.rc == 0 and run.total_changed == 0, run
+    assert "preflight | Check the monitoring group" in run.output, run
+    assert server().file("/etc/prometheus/prometheus.yml").sha256sum == config
+    assert {n: get_host(n).check_output("systemctl show -p MainPID --value prometheus-node-exporter") for n in NODES} == pids
+    assert value('count(up{job="node"} == 1)') == float(len(NODES))
+
+
+def test_bad_input_in_a_run_limited_by_tags_fails_before_any_change():
+    config = server().file("/etc/prometheus/prometheus.yml").sha256sum
+    run = run_playbook("monitoring_only.yml", "--tags", "monitoring_configure",
+                       extra_vars={"monitoring_prometheus_retention": "15days"})
+    assert run.rc != 0 and run.total_changed == 0, run
+    assert f"{SERVER}: monitoring_prometheus_retention '15days' is not a non-zero duration Prometheus accepts" in run.output, run
+    assert server().file("/etc/prometheus/prometheus.yml").sha256sum == config
+
+
 def test_zz_print_measured_times():
     print_numbers()
