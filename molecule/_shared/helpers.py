@@ -83,11 +83,26 @@ def case_key(extra_vars: dict) -> str:
     return json.dumps(extra_vars, sort_keys=True)
 
 
-def gluster_xml(host, *args: str):
-    """Parsed `gluster ... --xml` output from a node (ElementTree root), asserting opRet 0."""
+# glusterd's answers while another command holds a lock (plugins/module_utils/_gluster.py's BUSY_MESSAGES).
+GLUSTER_BUSY = ("Another transaction is in progress", "Locking failed on", "Unable to acquire lock")
+
+
+def gluster_xml(host, *args: str, timeout: float = 30):
+    """Parsed `gluster ... --xml` output from a node (ElementTree root), asserting opRet 0. glusterd refuses a command
+    while another holds the volume's lock ("Another transaction is in progress", e.g. the monitoring collectors'
+    `volume status` every 5 s): asked again, once a second, for up to TIMEOUT seconds, as the gluster_volume module does."""
+    import time
     import xml.etree.ElementTree as ET
 
-    root = ET.fromstring(host.check_output("gluster --mode=script %s --xml" % " ".join(args)))
+    deadline = time.monotonic() + timeout
+    while True:
+        root = ET.fromstring(host.check_output("gluster --mode=script %s --xml" % " ".join(args)))
+        error = root.findtext("opErrstr") or ""
+        if root.findtext("opRet") == "0" or not any(busy in error for busy in GLUSTER_BUSY):
+            break
+        if time.monotonic() > deadline:
+            break
+        time.sleep(1)
     assert root.findtext("opRet") == "0", root.findtext("opErrstr")
     return root
 
