@@ -97,10 +97,8 @@ def gluster_xml(host, *args: str, timeout: float = 30):
     deadline = time.monotonic() + timeout
     while True:
         root = ET.fromstring(host.check_output("gluster --mode=script %s --xml" % " ".join(args)))
-        error = root.findtext("opErrstr") or ""
-        if root.findtext("opRet") == "0" or not any(busy in error for busy in GLUSTER_BUSY):
-            break
-        if time.monotonic() > deadline:
+        busy = root.findtext("opRet") != "0" and any(b in (root.findtext("opErrstr") or "") for b in GLUSTER_BUSY)
+        if not busy or time.monotonic() > deadline:
             break
         time.sleep(1)
     assert root.findtext("opRet") == "0", root.findtext("opErrstr")
