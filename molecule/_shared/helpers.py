@@ -83,8 +83,19 @@ def case_key(extra_vars: dict) -> str:
     return json.dumps(extra_vars, sort_keys=True)
 
 
-# glusterd's answers while another command holds a lock (plugins/module_utils/_gluster.py's BUSY_MESSAGES).
-GLUSTER_BUSY = ("Another transaction is in progress", "Locking failed on", "Unable to acquire lock")
+def _gluster_busy_messages() -> tuple:
+    """glusterd's answers while another command holds a lock: BUSY_MESSAGES of the collection's
+    plugins/module_utils/_gluster.py (pure Python, no Ansible import), loaded from the checkout by its path."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "plugins" / "module_utils" / "_gluster.py"
+    spec = importlib.util.spec_from_file_location("hpclab_gluster", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.BUSY_MESSAGES
+
+
+GLUSTER_BUSY = _gluster_busy_messages()
 
 
 def gluster_xml(host, *args: str, timeout: float = 30):
