@@ -73,6 +73,50 @@ def test_chat_completion_generates_tokens(host, name, port):
         assert reply["choices"][0]["message"]["role"] == "assistant"
 
 
+# A streamed answer read slowly (as a browser over a slow link does), and a second request to the same server while
+# it streams: the monitoring collector's health probe (/v1/models), or another user. llama-cpp-python's default
+# (interrupt_requests) ends the first answer with [DONE] as soon as another request waits: the web UI's empty
+# answer in CI on 2026-12-05, where the gateway logged 265 bytes out (the first chunk, naming the role, and
+# [DONE]). The role turns that off, so the second request waits its turn.
+STREAM_WHILE_ANOTHER_WAITS = r"""
+import http.client, json, sys, threading, time
+port, key = int(sys.argv[1]), sys.argv[2]
+headers = {"Authorization": "Bearer " + key, "Content-Type": "application/json"}
+body = {"model": sys.argv[3], "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 64, "stream": True}
+stream = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+stream.request("POST", "/v1/chat/completions", json.dumps(body), headers)
+response = stream.getresponse()
+first = response.readline()
+probe = {}
+def ask():
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request("GET", "/v1/models", headers=headers)
+    probe["status"] = conn.getresponse().status
+waiting = threading.Thread(target=ask)
+waiting.start()
+time.sleep(1)
+try:
+    rest = response.read()
+except http.client.IncompleteRead as cut:  # the answer cut off without its last chunk
+    rest = cut.partial
+events = [first] + rest.splitlines()
+waiting.join()
+chunks = [json.loads(e[6:]) for e in events if e.startswith(b"data: {")]
+print(json.dumps({"probe": probe.get("status"), "done": b"data: [DONE]" in events,
+                  "content_chunks": sum(1 for c in chunks if c["choices"] and c["choices"][0]["delta"].get("content")),
+                  "finish": [c["choices"][0]["finish_reason"] for c in chunks if c["choices"]][-1:]}))
+"""
+
+
+@pytest.mark.parametrize("name,port", MODELS.items())
+def test_a_request_while_an_answer_streams_waits_and_does_not_cut_the_answer(host, name, port):
+    with journal_on_failure(host, f"llm-{name}"):
+        out = host.check_output("python3 -c %s %s %s %s", STREAM_WHILE_ANOTHER_WAITS, str(port), KEY, name)
+    result = json.loads(out)
+    # All 64 tokens, ended by the length limit, and then the probe's answer.
+    assert result == {"probe": 200, "done": True, "content_chunks": 64, "finish": ["length"]}, result
+
+
 @pytest.mark.parametrize("name,port", MODELS.items())
 def test_server_requires_the_api_key(host, name, port):
     assert host.run(f"curl -fsS -o /dev/null http://127.0.0.1:{port}/v1/models").rc != 0

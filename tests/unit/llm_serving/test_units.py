@@ -192,7 +192,7 @@ def test_llama_cpp_unit(role):
     units = role.render_units(host_vars)
     assert unit_lines(units["tiny-a"], "ExecStart") == [
         "/opt/llm/venv-llama-cpp/bin/python -m llama_cpp.server --model /var/lib/llm/models/tiny-a.gguf"
-        " --model_alias tiny-a --host 127.0.0.1 --port 8101 --n_ctx 512"]
+        " --model_alias tiny-a --host 127.0.0.1 --port 8101 --n_ctx 512 --interrupt_requests false"]
     # The key from the environment file (API_KEY), not on the command line that every local user reads.
     assert unit_lines(units["tiny-a"], "EnvironmentFile") == ["/etc/llm/api-key.env"]
     assert unit_lines(units["tiny-b"], "ExecStart")[0].split(" --model ")[1].startswith("/srv/b.gguf --model_alias tiny-b")
