@@ -153,6 +153,29 @@ def test_each_step_alone_by_its_tag_changes_nothing():
         assert "preflight | Check the host" in run.output, (tag, run)
 
 
+# A run limited to the step that writes a manifest also asks K3s whether it applied the change (Kubernetes refuses to
+# change an existing StorageClass's parameters): before, the applied step ran only under its own tag, so such a run
+# succeeded while K3s kept the old class. K3s is not run here, so the step says why it does not ask; then the same
+# run without the change writes the manifest back.
+@pytest.mark.parametrize("tag,extra_vars,name", [
+    pytest.param("k3s_nfs_csi_storageclass", {"k3s_nfs_csi_on_delete": "retain"}, "storageclass-nfs-csi.yaml", id="storageclass"),
+    pytest.param("k3s_nfs_csi_install", {"k3s_nfs_csi_controller_replicas": 2}, "csi-driver-nfs.yaml", id="install"),
+])
+def test_a_run_limited_by_tags_that_changes_a_manifest_runs_the_applied_step(k3s, tag, extra_vars, name):
+    before = k3s.file(f"{MANIFESTS}/{name}").sha256sum
+    runs = {}
+    try:
+        runs["changed"] = run_playbook("../../playbooks/k3s.yml", "--tags", tag, extra_vars=extra_vars)
+        changed = k3s.file(f"{MANIFESTS}/{name}").sha256sum
+    finally:
+        runs["written back"] = run_playbook("../../playbooks/k3s.yml", "--tags", tag)
+    assert changed != before and k3s.file(f"{MANIFESTS}/{name}").sha256sum == before
+    for what, run in runs.items():
+        assert run.rc == 0 and run.total_changed == 1, (what, run)
+        assert "applied | Say why K3s is not asked" in run.output, (what, run)
+        assert f"{K3S}: not asking K3s whether it applied the changed manifests: no /" in run.output, (what, run)
+
+
 # The provisioning contract: what csi-driver-nfs does for a PVC, done with a real NFS client.
 
 
