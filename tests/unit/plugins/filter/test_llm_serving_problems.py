@@ -84,6 +84,8 @@ def test_registered():
         pytest.param([vllm(extra_args=["--chat-template", "/srv/templates/a b.jinja", "--max-num-seqs", 8, "--x", "100%"])],
                      {}, id="extra-args-with-blanks-numbers-and-percent"),
         pytest.param([tiny(extra_args=["--n_threads", "-1"])], {}, id="negative-number-is-a-value"),
+        # The role starts llama.cpp with --interrupt_requests false; the README's way back to the server's default.
+        pytest.param([tiny(extra_args=["--interrupt_requests", "true"])], {}, id="interrupt-requests-back-on"),
         pytest.param([tiny(max_position_embeddings=512)], {}, id="n-ctx-at-the-limit"),
         pytest.param([tiny_without_src(gguf_url="https://example.org/tiny.gguf", gguf_checksum="sha256:" + "a" * 64)],
                      {}, id="gguf-url-and-checksum"),
