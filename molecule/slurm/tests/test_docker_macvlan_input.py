@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import time
 
 import pytest
 from helpers import get_host, inventory_hosts, run_playbook
@@ -124,15 +125,27 @@ def test_each_step_of_the_role_alone_by_its_tag_changes_nothing():
 # A worker's Slurm container taken off the macvlan network (as when the network is removed and made again: the
 # container runs on with no network, its settings and their label unchanged). Before, the next run saw the label and
 # left it so (changed=0 on the container, sinfo: "Unable to establish control machine address" inside it); now the
-# read shows it off its network and the run puts it back at its address.
-def test_a_slurm_container_off_its_network_is_put_back_by_the_next_run():
+# read shows it off its network and the run puts it back at its address, without restarting it. Meanwhile slurmctld
+# set the node DOWN (Not responding), and asks such a node to register only every 20th ping (over a minute here):
+# the run waited 60 s for it in vain (CI, 2026-12-06). Now it has slurmd register at once (SIGHUP).
+def test_a_slurm_container_off_its_network_is_put_back_by_the_next_run_and_its_node_returns():
     worker = WORKERS[-1]
-    address = network_and_containers()[worker]["address"]
+    before = network_and_containers()[worker]
+    controller = get_host(CONTROLLER)
     get_host(worker).check_output(f"docker network disconnect {NETWORK} {worker}")
+    node = f"docker exec {CONTROLLER} sinfo --noheader --Node --nodes {worker} --format '%T %E'"
+    # SlurmdTimeout is 20 s in this scenario.
+    deadline = time.monotonic() + 90
+    while not controller.check_output(node).startswith("down* Not responding"):
+        assert time.monotonic() < deadline, controller.check_output(node)
+        time.sleep(1)
     run = run_playbook(SLURM_PLAYBOOK)
     assert run.rc == 0, run
     assert f"changed: [{worker}]" in run.output.split("container | The container of slurmd]", 1)[1].split("TASK [", 1)[0], run
-    assert network_and_containers()[worker]["address"] == address
+    assert f"changed: [{worker}]" in run.output.split("Have slurmd register again, its container back on the network]", 1)[1].split("TASK [", 1)[0], run
+    # Back at its address, the same container still running (its jobs would run on), and its node in service.
+    assert network_and_containers()[worker] == before
+    assert controller.check_output(node).startswith("idle ")
     answers_as_before()
     again = run_playbook(SLURM_PLAYBOOK)
     assert again.rc == 0 and again.total_changed == 0, again
