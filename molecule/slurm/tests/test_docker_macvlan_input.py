@@ -127,7 +127,7 @@ def test_each_step_of_the_role_alone_by_its_tag_changes_nothing():
 # left it so (changed=0 on the container, sinfo: "Unable to establish control machine address" inside it); now the
 # read shows it off its network and the run puts it back at its address, without restarting it. Meanwhile slurmctld
 # set the node DOWN (Not responding), and asks such a node to register only every 20th ping (over a minute here):
-# the run waited 60 s for it in vain (CI, 2026-12-06). Now it has slurmd register at once (SIGHUP).
+# the run waited 60 s for it in vain (a clean-clone make test, 2026-12-06). Now it has slurmd register at once (SIGHUP).
 def test_a_slurm_container_off_its_network_is_put_back_by_the_next_run_and_its_node_returns():
     worker = WORKERS[-1]
     before = network_and_containers()[worker]
