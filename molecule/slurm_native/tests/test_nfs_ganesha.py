@@ -10,7 +10,7 @@ import time
 import uuid
 
 import pytest
-from helpers import case_key, get_host, inventory_hosts, journal_on_failure, run_playbook, run_playbooks_side_by_side
+from helpers import case_key, get_host, gluster_xml, inventory_hosts, journal_on_failure, run_playbook, run_playbooks_side_by_side
 
 testinfra_hosts = inventory_hosts("nfs_ganesha")
 SERVER = testinfra_hosts[0]
@@ -193,6 +193,39 @@ def test_a_run_limited_by_tags_to_the_service_step_changes_nothing(client):
     run = run_playbook(STORAGE_PLAYBOOK, "--tags", "nfs_ganesha_service")
     assert run.rc == 0, run
     assert run.total_changed == 0, run
+    assert ganesha_pid() == pid_before
+    assert client.run("nfs-ls %s", url("", 4)).rc == 0
+
+
+# The role never starts or stops a volume: whether one runs is for the glusterfs role's glusterfs_volumes[].state,
+# or an admin, to decide. An export of a stopped volume fails the run before any change, naming the export and the
+# volume, and the volume stays stopped. Before, the role's options step (gluster_volume state=started) started the
+# volume, and the run wrote the export and restarted Ganesha. A volume of the test's own, deleted after: gv0 holds
+# the cluster's homes.
+def test_an_export_of_a_stopped_volume_fails_before_any_change_and_the_volume_stays_stopped(client):
+    server = get_host(SERVER)
+    for name in inventory_hosts("glusterfs"):
+        get_host(name).check_output("mkdir -p /bricks/gvstopped/brick1")
+    bricks = " ".join(f"{h}:/bricks/gvstopped/brick1" for h in inventory_hosts("glusterfs"))
+    gluster_xml(server, f"volume create gvstopped replica {len(inventory_hosts('glusterfs'))} {bricks} force")
+    gluster_xml(server, "volume start gvstopped")
+    gluster_xml(server, "volume stop gvstopped")
+    conf_before, pid_before = server.file("/etc/ganesha/ganesha.conf").sha256sum, ganesha_pid()
+    try:
+        run = run_playbook(STORAGE_PLAYBOOK, "--tags", "nfs_ganesha", extra_vars={
+            "nfs_ganesha_exports": [export(), export(export_id=2, volume="gvstopped", pseudo="/gvstopped")]})
+        status = gluster_xml(server, "volume info gvstopped").findtext("volInfo/volumes/volume/statusStr")
+    finally:
+        server.run("gluster --mode=script volume stop gvstopped")
+        server.run("gluster --mode=script volume delete gvstopped")
+        for name in inventory_hosts("glusterfs"):
+            get_host(name).run("rm -rf /bricks/gvstopped")
+    assert run.rc != 0, run
+    assert f"{SERVER}: nfs_ganesha_exports[1] (pseudo /gvstopped): volume gvstopped is stopped" in run.output, run
+    assert "Fix:" in run.output, run
+    assert run.total_changed == 0, run
+    assert status == "Stopped"
+    assert server.file("/etc/ganesha/ganesha.conf").sha256sum == conf_before
     assert ganesha_pid() == pid_before
     assert client.run("nfs-ls %s", url("", 4)).rc == 0
 
