@@ -149,3 +149,35 @@ def test_a_slurm_container_off_its_network_is_put_back_by_the_next_run_and_its_n
     answers_as_before()
     again = run_playbook(SLURM_PLAYBOOK)
     assert again.rc == 0 and again.total_changed == 0, again
+
+
+# The controller's container taken off the network in the same way: slurmctld runs on, reaches no slurmd, and sets
+# the workers DOWN (Not responding). The next run puts it back as above; before, the workers then stayed down until
+# slurmctld's own registration request, every 20th ping (over two minutes here, half an hour with the default
+# SlurmdTimeout). Now slurmctld gets a SIGHUP and every slurmd registers at once.
+def test_the_controller_container_off_its_network_is_put_back_by_the_next_run_and_the_workers_return():
+    before = network_and_containers()[CONTROLLER]
+    host = get_host(CONTROLLER)
+    since = host.check_output("date -u +%Y-%m-%dT%H:%M:%SZ")
+    host.check_output(f"docker network disconnect {NETWORK} {CONTROLLER}")
+    # slurmctld logs to docker logs; SlurmdTimeout is 20 s in this scenario.
+    deadline = time.monotonic() + 90
+    while "not responding, setting DOWN" not in host.check_output(f"docker logs --since {since} {CONTROLLER} 2>&1"):
+        assert time.monotonic() < deadline, host.check_output(f"docker logs --since {since} {CONTROLLER} 2>&1")
+        time.sleep(1)
+    run = run_playbook(SLURM_PLAYBOOK)
+    assert run.rc == 0, run
+    assert f"changed: [{CONTROLLER}]" in run.output.split("container | The container of slurmctld]", 1)[1].split("TASK [", 1)[0], run
+    assert f"changed: [{CONTROLLER}]" in run.output.split(
+        "Have every slurmd register again, slurmctld's container back on the network]", 1)[1].split("TASK [", 1)[0], run
+    # Back at its address, the same container still running, and both workers in service within seconds.
+    assert network_and_containers()[CONTROLLER] == before
+    nodes = f"docker exec {CONTROLLER} sinfo --noheader --Node --format '%N %T'"
+    deadline = time.monotonic() + 15
+    while sorted(set(host.check_output(nodes).splitlines())) != sorted(f"{w} idle" for w in WORKERS):
+        assert time.monotonic() < deadline, host.check_output(nodes)
+        time.sleep(1)
+    answers_as_before()
+    again = run_playbook(SLURM_PLAYBOOK)
+    assert again.rc == 0 and again.total_changed == 0, again
+
