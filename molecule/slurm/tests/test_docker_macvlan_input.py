@@ -181,3 +181,26 @@ def test_the_controller_container_off_its_network_is_put_back_by_the_next_run_an
     again = run_playbook(SLURM_PLAYBOOK)
     assert again.rc == 0 and again.total_changed == 0, again
 
+
+# A worker whose Docker engine is installed but stopped (an admin stopped it), and a run of the role alone limited by
+# --tags to the network step. The engine read runs under any tags; before, it failed there ("Error connecting"):
+# the engine was started only by the install step. Now the installed engine is started under any tags too. The
+# worker's Slurm container (restart policy unless-stopped) starts with its engine, and its node returns.
+def test_a_stopped_engine_is_started_by_a_run_limited_by_tags_to_another_step():
+    worker = WORKERS[0]
+    node = get_host(worker)
+    node.check_output("systemctl stop docker.socket docker.service")
+    try:
+        run = run_playbook(ROLE_ALONE, "--tags", "docker_macvlan_network")
+    finally:
+        node.run("systemctl start docker.service")  # whatever the run did, for the tests after this one
+    assert run.rc == 0, run
+    assert f"changed: [{worker}]" in run.output.split("install | Start Docker at boot and now]", 1)[1].split("TASK [", 1)[0], run
+    assert run.total_changed == 1, run
+    controller = get_host(CONTROLLER)
+    state = f"docker exec {CONTROLLER} sinfo --noheader --Node --nodes {worker} --format %T"
+    deadline = time.monotonic() + 90
+    while set(controller.check_output(state).split()) != {"idle"}:
+        assert time.monotonic() < deadline, controller.check_output(state)
+        time.sleep(1)
+    answers_as_before()
