@@ -23,7 +23,8 @@ USERS = [{"name": "alice", "uid": 2001, "gid": 2001}, {"name": "bob", "uid": 200
 SITE = "/etc/nginx/conf.d/hpclab-llm-gateway.conf"
 KEYS_MAP = "/etc/nginx/hpclab-llm-gateway/keys.map"
 WEB_PASSWORD_DIR = "/etc/hpclab/llm-gateway/web-passwords"
-WEB_UI_KEY = "/etc/hpclab/llm-gateway/keys/webui"
+KEY_DIR = "/etc/hpclab/llm-gateway/keys"
+WEB_UI_KEY = f"{KEY_DIR}/webui"
 
 
 def node():
@@ -174,6 +175,29 @@ def test_a_user_removed_from_the_inventory_loses_access_on_the_next_run(host):
     assert call("/v1/models", bob_key)[0] == 401
     assert user_env("bob")["HPCLAB_LLM_WEB_PASSWORD"] == bob_web_password
     assert host.file(WEB_UI_KEY).content_string.strip() == web_ui_key
+
+
+# A user's key first used by a run limited by --tags to the configure step (nginx's key map): that run keeps it, and
+# the next full run gives the user the same key. Before, the key decision ran under any tags but its keep only under
+# llm_gateway_keys: the map got a key that nobody held, and the next full run made and mapped another one.
+def test_a_key_first_used_by_a_run_limited_by_tags_is_kept_and_stays(host):
+    bob_web_password = user_env("bob")["HPCLAB_LLM_WEB_PASSWORD"]
+    removed = run_playbook(GATEWAY_PLAYBOOK, extra_vars={"hpclab_cluster_users": USERS[:1]})
+    assert removed.rc == 0, removed
+    try:
+        tagged = run_playbook(GATEWAY_PLAYBOOK, "--tags", "llm_gateway_configure")
+        assert tagged.rc == 0, tagged
+        kept = host.file(f"{KEY_DIR}/bob")
+        assert kept.exists and kept.user == "root" and kept.mode == 0o600
+        key = kept.content_string.strip()
+        keys_map = host.file(KEYS_MAP).sha256sum
+        assert call("/v1/models", key)[0] == 200  # the map has it, nginx reloaded
+    finally:
+        full = run_playbook(GATEWAY_PLAYBOOK, extra_vars={"llm_gateway_web_passwords": {"bob": bob_web_password}})
+    assert full.rc == 0, full
+    assert host.file(KEYS_MAP).sha256sum == keys_map
+    assert user_env("bob")["OPENAI_API_KEY"] == key
+    assert call("/v1/models", key)[0] == 200
 
 
 # Each message names the host and the variable, and says the fix; never the key itself.
