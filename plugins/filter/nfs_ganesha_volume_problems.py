@@ -12,11 +12,12 @@ description:
   - The nfs_ganesha role reads each exported volume with M(hpclab.cluster.gluster_volume) in check mode (only
     gluster's read commands) before it sets the volume options Ganesha needs. This filter turns those reads into
     problems, each naming the host, the exports, the volume and the fix; an empty list means the role may go on.
-  - The role never starts or stops a volume: whether a volume runs is for the glusterfs role's C(glusterfs_volumes[].state) (or an
-    admin) to decide. NFS-Ganesha serves an export only while its volume is started, so a volume that is
-    stopped, or created and never started, is a problem; so is a volume that does not exist.
-  - In check mode neither is a problem: an earlier play of the same run (the glusterfs role) may create or start the
-    volume, and in check mode it did not; the real run checks again.
+  - "The role never starts or stops a volume: whether a volume runs is for the glusterfs role's
+    C(glusterfs_volumes[].state) (or an admin) to decide. NFS-Ganesha serves an export only while its volume is
+    started, so a volume that is stopped, or created and never started, is a problem; so is a volume that does not
+    exist."
+  - "In check mode neither is a problem: an earlier play of the same run (the glusterfs role) may create or start the
+    volume, and in check mode it did not; the real run checks again."
 options:
   _input:
     description: The C(results) of the loop over the exported volumes (each with C(item), the volume's name, and
