@@ -23,7 +23,8 @@ description:
     would each write it back from their own snapshot at once; (11) for a home in place,
     C(backup_restore_staging_dir) lies below C(/var/lib/hpclab/backup), the directory the role owns, holds no path
     of C(backup_paths) or C(backup_extra_paths), and neither holds nor lies in C(backup_home_root) or
-    C(backup_dump_dir)."
+    C(backup_dump_dir); (13) C(backup_restore_replace_newer) is asked only with a home restored in place (it replaces
+    files in place changed since the snapshot; nothing else would use it)."
   - "What the repository holds (when O(snapshots) is given): (7) a snapshot matches C(backup_restore_snapshot);
     (8) it holds the home C(backup_home_root/USER) as a directory; (9) it holds the dump C(backup_dump_dir/DB.sql)
     of every database of C(backup_mariadb_databases); (12) a home to restore in place is not owned by root in the
@@ -154,6 +155,12 @@ def backup_restore_problems(settings, host, snapshots=None, listed=None, play_ho
         if reason:
             problem(f"backup_restore_target {target!r} {reason}. Fix: leave it empty to restore in place, or give a directory "
                     "such as /root/restored.")
+    if settings.get("backup_restore_replace_newer") and (not user or target):
+        problem("backup_restore_replace_newer is true, but " + (
+            f"backup_restore_target {target!r} writes the snapshot's files below that directory and nothing in place changes"
+            if target else "no home is restored (backup_restore_home is empty)")
+            + ". Fix: leave out -e restore_replace_newer=true; it is for a home restored in place (-e restore_home=USER "
+            "without -e restore_target), where it replaces the files changed since the snapshot.")
     hosts = list(play_hosts or [])
     if user and len(hosts) > 1:
         problem(f"backup_restore_home {user!r} would be restored on {len(hosts)} hosts at once ({', '.join(map(str, hosts))}), "

@@ -30,6 +30,7 @@ def settings(**overrides):
         "backup_restore_home": "alice",
         "backup_restore_accounting_db": True,
         "backup_restore_target": "",
+        "backup_restore_replace_newer": False,
         "backup_home_root": "/gfsv/home",
         "backup_repository": "/mnt/backup/restic",
         "backup_password": SECRET,
@@ -79,6 +80,10 @@ def test_listed_nodes_refuses_what_is_not_json():
         {"backup_restore_home": "", "backup_restore_staging_dir": "/tmp"},
         {"backup_restore_staging_dir": "/var/lib/hpclab/backup/staging"},
         {"backup_extra_paths": ["/var/lib/hpclab"]},
+        # A home in place, replacing what changed since the snapshot too.
+        {"backup_restore_replace_newer": True},
+        {"backup_restore_replace_newer": True, "backup_restore_accounting_db": False},
+        {"backup_restore_replace_newer": False, "backup_restore_target": "/root/restored"},
     ],
 )
 def test_good_input(overrides):
@@ -116,6 +121,12 @@ def test_good_input(overrides):
         ({"backup_restore_staging_dir": "/var/lib/hpclab/backup/dumps/restore"}, "and backup_dump_dir /var/lib/hpclab/backup/dumps lie inside"),
         ({"backup_dump_dir": "/var/lib/hpclab/backup/restore/dumps"}, "and backup_dump_dir /var/lib/hpclab/backup/restore/dumps lie inside"),
         ({"backup_extra_paths": ["/var/lib/hpclab/backup/restore/keep"]}, "and backup_extra_paths /var/lib/hpclab/backup/restore/keep lie inside"),
+        # Nothing in place would be replaced: the option is refused rather than silently doing nothing.
+        ({"backup_restore_replace_newer": True, "backup_restore_target": "/root/restored"},
+         "node1: backup_restore_replace_newer is true, but backup_restore_target '/root/restored' writes the snapshot's files "
+         "below that directory and nothing in place changes. Fix: leave out -e restore_replace_newer=true"),
+        ({"backup_restore_replace_newer": True, "backup_restore_home": ""},
+         "backup_restore_replace_newer is true, but no home is restored (backup_restore_home is empty)"),
     ],
 )
 def test_bad_input(overrides, expected):

@@ -139,12 +139,26 @@ def _restore_home_tasks():
     return {t["name"]: t for t in flatten(yaml.safe_load((ROLE / "tasks" / "restore_home.yml").read_text()))}
 
 
-def test_home_is_copied_back_as_its_owner():
-    """As root, cp -a would write through a symlink the user planted in the home and chown its target to the user."""
+@pytest.mark.parametrize("replace_newer, update", [(False, ["--update"]), (True, [])])
+def test_home_is_copied_back_as_its_owner(role, replace_newer, update):
+    """As root, cp -a would write through a symlink the user planted in the home and chown its target to the user.
+    Unless backup_restore_replace_newer, cp --update keeps what changed since the snapshot."""
     argv = _restore_home_tasks()["restore_home | Write the home back in place"]["ansible.builtin.command"]["argv"]
-    assert argv[:5] == ["setpriv", "--reuid={{ __backup_restore_staged.stat.uid }}", "--regid={{ __backup_restore_staged.stat.gid }}",
-                        "--clear-groups", "--"]
-    assert argv[5:] == ["cp", "-a", "--remove-destination", "--", "{{ __backup_restore_staged_home }}/.", "{{ __backup_restore_home_path }}"]
+    extra = {"backup_restore_home": "alice", "backup_restore_replace_newer": replace_newer, "__backup_restore_id": "6a8f4788" * 8,
+             "__backup_restore_staged": {"stat": {"uid": 2001, "gid": 2002}}}
+    assert role.evaluate(argv.strip()[2:-2], extra=extra) == [
+        "setpriv", "--reuid=2001", "--regid=2002", "--clear-groups", "--", "cp", "-a", "--remove-destination", *update,
+        "--", "/var/lib/hpclab/backup/restore/6a8f4788/gfsv/home/alice/.", "/gfsv/home/alice"]
+
+
+def test_what_update_kept_is_listed_only_where_it_is_used():
+    tasks = _restore_home_tasks()
+    listing = tasks["restore_home | List the staging copy and the home in place"]
+    assert listing["ansible.builtin.command"]["argv"] == ["find", "{{ item }}", "-mindepth", "1", "!", "-type", "d", "-printf", "%T@\\t%P\\0"]
+    assert listing["loop"] == ["{{ __backup_restore_staged_home }}", "{{ __backup_restore_home_path }}"]
+    assert (listing["changed_when"], listing["when"]) == (False, "not backup_restore_replace_newer | bool")
+    assert "hpclab.cluster.backup_restore_kept_newer(live=" in tasks["restore_home | Files changed since the snapshot, kept in place"][
+        "ansible.builtin.set_fact"]["__backup_restore_kept_newer"]
 
 
 def test_staging_copy_passable_by_the_owner_only(role):

@@ -99,9 +99,45 @@ def test_deleted_files_and_a_dropped_database_come_back_with_the_restore_playboo
     assert wait_for("sacct to list the old job again", lambda: sacct_job(JOB["id"]) == "COMPLETED")
 
 
+def test_a_file_changed_since_the_snapshot_is_kept_and_named_unless_its_replacement_is_asked(host):
+    """alice lost random.bin, and went on working in notes.txt after the backup; she asks for her home back: random.bin
+    comes back, notes.txt keeps her later work and the run names it. Only -e restore_replace_newer=true gives it the
+    snapshot's content. Before, every restore in place overwrote notes.txt with the snapshot's."""
+    notes, data = f"{DATA}/sub/notes.txt", f"{DATA}/random.bin"
+    assert notes in WRITTEN and data in WRITTEN, "needs the backup of the tests before"
+    host.check_output(f"rm -f {data} && printf 'later work of alice\\n' > {notes} && chown 2001:2001 {notes}")
+    edited = host.file(notes).sha256sum
+
+    run = run_playbook(RESTORE_PLAYBOOK, extra_vars={"restore_home": USER})
+    assert run.rc == 0, run
+    assert host.file(data).sha256sum == WRITTEN[data]
+    assert host.file(notes).sha256sum == edited
+    assert f"1 file(s) of {HOME} changed since snapshot" in run.output, run
+    assert "were kept as they are, newer than the snapshot's: backup-proof/sub/notes.txt." in run.output, run
+    assert "-e restore_replace_newer=true" in run.output, run
+
+    run = run_playbook(RESTORE_PLAYBOOK, extra_vars={"restore_home": USER, "restore_replace_newer": True})
+    assert run.rc == 0, run
+    restored = host.file(notes)
+    assert restored.sha256sum == WRITTEN[notes]
+    assert (restored.uid, restored.gid) == (2001, 2001)
+    assert "changed since snapshot" not in run.output, run
+
+
+def test_replacing_newer_files_without_a_home_in_place_fails_before_any_change(host):
+    run = run_playbook(RESTORE_PLAYBOOK, extra_vars={"restore_home": USER, "restore_target": "/root/restored",
+                                                     "restore_replace_newer": True})
+    assert run.rc != 0 and run.total_changed == 0, run
+    assert (f"{BACKUP_HOST}: backup_restore_replace_newer is true, but backup_restore_target '/root/restored' writes the "
+            "snapshot's files below that directory and nothing in place changes. Fix:") in run.output, run
+    assert not host.file("/root/restored").exists
+
+
 def test_a_symlink_planted_in_the_home_does_not_lead_the_restore_out_of_it(host):
-    """alice replaced a file of her home with a link to a root-only file and asked for her home back: the copy runs as
-    her, so the link is replaced by the snapshot's file, and the file it pointed to is neither written nor hers."""
+    """alice replaced a file of her home with a link to a root-only file and asked for her home back. The link is newer
+    than the snapshot's file, so a restore keeps it (cp --update compares the link's own time); one asked to replace
+    newer files too replaces the link by the snapshot's file, the copy running as her. Neither writes the file the
+    link pointed to, nor gives it to her."""
     notes = f"{DATA}/sub/notes.txt"
     assert notes in WRITTEN, "needs the backup of the tests before"
     canary = "/root/hpclab-backup-canary"
@@ -111,7 +147,14 @@ def test_a_symlink_planted_in_the_home_does_not_lead_the_restore_out_of_it(host)
 
     run = run_playbook(RESTORE_PLAYBOOK, extra_vars={"restore_home": USER})
     assert run.rc == 0, run
+    kept = host.file(notes)
+    assert kept.is_symlink and kept.linked_to == canary
+    assert "newer than the snapshot's: backup-proof/sub/notes.txt." in run.output, run
+    target = host.file(canary)
+    assert (target.sha256sum, target.uid, target.gid, target.mode) == (before, 0, 0, 0o600)
 
+    run = run_playbook(RESTORE_PLAYBOOK, extra_vars={"restore_home": USER, "restore_replace_newer": True})
+    assert run.rc == 0, run
     target = host.file(canary)
     assert (target.sha256sum, target.uid, target.gid, target.mode) == (before, 0, 0, 0o600)
     restored = host.file(notes)
