@@ -79,6 +79,7 @@ import re
 from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
 
 # The collection's helpers are imported in the functions that use them: ansible-core imports every filter
 # file in each worker process, and compiles these modules from source each time (test_filter_loading.py).
@@ -155,7 +156,8 @@ def backup_restore_problems(settings, host, snapshots=None, listed=None, play_ho
         if reason:
             problem(f"backup_restore_target {target!r} {reason}. Fix: leave it empty to restore in place, or give a directory "
                     "such as /root/restored.")
-    if settings.get("backup_restore_replace_newer") and (not user or target):
+    # As the tasks read it (| bool): the string "false" is false.
+    if boolean(settings.get("backup_restore_replace_newer") or False, strict=False) and (not user or target):
         problem("backup_restore_replace_newer is true, but " + (
             f"backup_restore_target {target!r} writes the snapshot's files below that directory and nothing in place changes"
             if target else "no home is restored (backup_restore_home is empty)")

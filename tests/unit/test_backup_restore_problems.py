@@ -84,6 +84,7 @@ def test_listed_nodes_refuses_what_is_not_json():
         {"backup_restore_replace_newer": True},
         {"backup_restore_replace_newer": True, "backup_restore_accounting_db": False},
         {"backup_restore_replace_newer": False, "backup_restore_target": "/root/restored"},
+        {"backup_restore_replace_newer": "false", "backup_restore_target": "/root/restored"},
     ],
 )
 def test_good_input(overrides):
@@ -125,6 +126,7 @@ def test_good_input(overrides):
         ({"backup_restore_replace_newer": True, "backup_restore_target": "/root/restored"},
          "node1: backup_restore_replace_newer is true, but backup_restore_target '/root/restored' writes the snapshot's files "
          "below that directory and nothing in place changes. Fix: leave out -e restore_replace_newer=true"),
+        ({"backup_restore_replace_newer": "yes", "backup_restore_target": "/root/restored"}, "backup_restore_replace_newer is true"),
         ({"backup_restore_replace_newer": True, "backup_restore_home": ""},
          "backup_restore_replace_newer is true, but no home is restored (backup_restore_home is empty)"),
     ],
