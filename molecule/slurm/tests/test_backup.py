@@ -1,8 +1,9 @@
 """Backups of the reference design (roles/backup, playbooks/backup.yml on the controller's node) and their
 restore (playbooks/restore.yml): files in alice's home and a job recorded by slurmdbd are backed up by the
 installed unit, as its timer would run it; the files are deleted and the accounting database dropped; the
-restore playbook brings both back: the files byte for byte, and sacct lists the old job again. Bad input fails
-before any change."""
+restore playbook brings both back: the files byte for byte, and sacct lists the old job again. A file the user
+edited after the backup is kept by a restore in place (and a symlink planted since is kept, not followed), and
+replaced by the snapshot's only with restore_replace_newer. Bad input fails before any change."""
 
 from __future__ import annotations
 
