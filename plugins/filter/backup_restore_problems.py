@@ -29,6 +29,11 @@ description:
     (8) it holds the home C(backup_home_root/USER) as a directory; (9) it holds the dump C(backup_dump_dir/DB.sql)
     of every database of C(backup_mariadb_databases); (12) a home to restore in place is not owned by root in the
     snapshot (the copy back runs as the home's owner, so that it cannot write outside what the user may write)."
+  - "What the host holds (when O(target_read) is given, for a home restored below C(backup_restore_target)):
+    (14) every directory on the way from C(/) to the target that exists is a directory, not a symbolic link, owned by
+    root and writable by root only (no group or other write bit, sticky or not): restic writes the snapshot's files
+    below the target as root, so whoever may change a directory on the way could point that write at any file of the
+    system (C(/tmp/x), a user's home). A missing part is made by restic, as root, inside the last one that exists."
 options:
   _input:
     description: The role's variables by name (C(backup_restore_*), C(backup_home_root), C(backup_repository), C(backup_password),
@@ -51,6 +56,11 @@ options:
     description: Every host the restore runs on (C(ansible_play_hosts_all)); V(None) when not known.
     type: list
     elements: str
+  target_read:
+    description:
+      - "The output of C(stat --printf '%F\\t%u\\t%a\\t%n\\n' -- PATHS) for C(/) and each directory down to
+        C(backup_restore_target) (a missing path has no line); V(None) when not read."
+    type: str
 """
 
 EXAMPLES = r"""
@@ -118,7 +128,42 @@ def dump_path(settings, database):
     return f"{str(settings.get('backup_dump_dir', '')).rstrip('/')}/{database}.sql"
 
 
-def backup_restore_problems(settings, host, snapshots=None, listed=None, play_hosts=None):
+def target_way(target):
+    """'/' and each directory down to canonical absolute TARGET, TARGET last."""
+    way = ["/"]
+    for part in target.strip("/").split("/"):
+        if part:
+            way.append(way[-1].rstrip("/") + "/" + part)
+    return way
+
+
+def _target_way_problem(target, text):
+    """Why the directories on the way to TARGET (stat's lines TYPE<TAB>UID<TAB>MODE<TAB>PATH) let someone else than
+    root steer restic's writes below it, or None."""
+    read = {}
+    for line in str(text or "").splitlines():
+        parts = line.split("\t", 3)
+        if len(parts) != 4 or not parts[1].isdigit() or not re.fullmatch(r"[0-7]{1,4}", parts[2]):
+            raise AnsibleFilterError(f"backup_restore_problems: a line of stat's output is not 'TYPE<TAB>UID<TAB>MODE<TAB>PATH': {line[:80]!r}")
+        read[parts[3]] = (parts[0], int(parts[1]), int(parts[2], 8))
+    if "/" not in read:
+        return (f"backup_restore_target {target}: the directories on the way to it could not be read (stat printed nothing "
+                "for /). Fix: check that stat (coreutils) runs on the host, and run the restore again.")
+    for path in target_way(target):
+        if path not in read:
+            return None
+        kind, uid, mode = read[path]
+        what = (f"a {kind}" if kind != "directory" else f"owned by uid {uid}" if uid != 0
+                else f"writable by others than root (mode {mode:04o})" if mode & 0o022 else None)
+        if what:
+            return (f"backup_restore_target {target}: {path} on the way to it is {what}, and restic writes the snapshot's "
+                    f"files below the target as root: whoever may change {path} could point those writes at any file of the "
+                    "system. Fix: give a directory that only root may write, all the way from /, such as /root/restored "
+                    "(no symbolic link on the way).")
+    return None
+
+
+def backup_restore_problems(settings, host, snapshots=None, listed=None, play_hosts=None, target_read=None):
     """Filter entry point: see DOCUMENTATION."""
     from ansible_collections.hpclab.cluster.plugins.filter.backup_problems import listed_paths, placement_problem
     from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import USER_NAME, USER_NAME_MAX, path_problem
@@ -203,6 +248,10 @@ def backup_restore_problems(settings, host, snapshots=None, listed=None, play_ho
             problem(f"backup_restore_home {user!r}: in {name} the home {path} is owned by root, and the copy back in place runs "
                     "as the home's owner. Fix: restore it below a directory with -e restore_target=/root/restored and move "
                     "the files by hand.")
+    if user and target and target_read is not None:
+        reason = _target_way_problem(target, target_read)
+        if reason:
+            problem(reason)
     if database:
         for db in databases:
             path = dump_path(settings, db)

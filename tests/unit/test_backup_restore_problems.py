@@ -10,7 +10,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpclab.cluster.plugins.filter.backup_restore_problems import FilterModule, listed_nodes
+from ansible_collections.hpclab.cluster.plugins.filter.backup_restore_problems import FilterModule, listed_nodes, target_way
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "backup"
 PROBLEMS = FilterModule().filters()["backup_restore_problems"]
@@ -19,6 +19,8 @@ UNKNOWN = json.loads((FIXTURES / "snapshots_unknown.json").read_text())
 LS_HOME = (FIXTURES / "ls_home.jsonl").read_text()
 LS_HOME_MISSING = (FIXTURES / "ls_home_missing.jsonl").read_text()
 LS_DUMP = (FIXTURES / "ls_dump.jsonl").read_text()
+# stat of the ways to several targets on a bookworm node (fixtures/backup/capture_target_stat.sh).
+TARGET_STAT = (FIXTURES / "target_stat.txt").read_text()
 HOME = "/gfsv/home/alice"
 DUMP = "/var/lib/hpclab/backup/dumps/slurm_acct_db.sql"
 SECRET = "correct horse battery staple"
@@ -224,3 +226,60 @@ def test_a_home_owned_by_root_is_not_copied_back_in_place():
                               "/gfsv/home/alice is owned by root")
     assert "-e restore_target=" in problem
     assert PROBLEMS(settings(backup_restore_target="/root/restored"), host="node1", snapshots=SNAPSHOTS, listed=listed) == []
+
+
+def below(target, read=TARGET_STAT):
+    """The problems of a home restored below TARGET, with the snapshot holding it and the way to TARGET read."""
+    return PROBLEMS(settings(backup_restore_target=target, backup_restore_accounting_db=False), host="node1",
+                    snapshots=SNAPSHOTS, listed={HOME: LS_HOME}, target_read=read)
+
+
+def test_target_way():
+    assert target_way("/root/restored") == ["/", "/root", "/root/restored"]
+    assert target_way("/srv") == ["/", "/srv"]
+
+
+@pytest.mark.parametrize("target", ["/root/restored", "/root/restored/alice/today", "/srv/restore", "/srv/restore/new"])
+def test_a_target_only_root_may_change_the_way_to(target):
+    # /root/restored is missing: restic makes it, as root, inside /root (0700 root).
+    assert below(target) == []
+
+
+@pytest.mark.parametrize(
+    "target, expected",
+    [
+        ("/tmp/alice-restore", "/tmp on the way to it is writable by others than root (mode 1777)"),
+        ("/var/tmp/restore", "/var/tmp on the way to it is writable by others than root (mode 1777)"),
+        ("/srv/shared/restore", "/srv/shared on the way to it is writable by others than root (mode 0775)"),
+        ("/srv/link", "/srv/link on the way to it is a symbolic link"),
+        ("/srv/link/alice", "/srv/link on the way to it is a symbolic link"),
+    ],
+)
+def test_a_target_someone_else_may_redirect_is_refused(target, expected):
+    (problem,) = below(target)
+    assert problem.startswith(f"node1: backup_restore_target {target}: {expected}, and restic writes the snapshot's files "
+                              "below the target as root")
+    assert "Fix: give a directory that only root may write, all the way from /, such as /root/restored" in problem
+
+
+def test_a_target_owned_by_a_user_is_refused():
+    # /tmp/alice-restore itself, made by alice (uid 2001), with /tmp read as root's and not writable by others.
+    read = TARGET_STAT.replace("directory\t0\t1777\t/tmp\n", "directory\t0\t755\t/tmp\n")
+    (problem,) = below("/tmp/alice-restore", read)
+    assert "/tmp/alice-restore on the way to it is owned by uid 2001" in problem
+
+
+def test_the_way_is_judged_only_when_read_and_only_for_a_home_below_a_target():
+    assert PROBLEMS(settings(backup_restore_target="/tmp/alice-restore", backup_restore_accounting_db=False), host="node1",
+                    snapshots=SNAPSHOTS, listed={HOME: LS_HOME}) == []
+    assert PROBLEMS(settings(), host="node1", snapshots=SNAPSHOTS, listed={HOME: LS_HOME, DUMP: LS_DUMP}, target_read=TARGET_STAT) == []
+
+
+def test_a_way_that_could_not_be_read_is_refused():
+    (problem,) = below("/root/restored", "")
+    assert "the directories on the way to it could not be read (stat printed nothing for /)" in problem
+
+
+def test_stat_output_in_another_format_is_refused():
+    with pytest.raises(AnsibleFilterError, match="is not 'TYPE<TAB>UID<TAB>MODE<TAB>PATH'"):
+        below("/root/restored", "/ root 755")

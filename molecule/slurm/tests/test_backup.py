@@ -163,6 +163,43 @@ def test_a_symlink_planted_in_the_home_does_not_lead_the_restore_out_of_it(host)
     assert (restored.uid, restored.gid) == (2001, 2001)
 
 
+def test_a_home_restored_below_a_target_leaves_the_home_as_it_is(host):
+    notes = f"{DATA}/sub/notes.txt"
+    assert notes in WRITTEN, "needs the backup of the tests before"
+    host.check_output(f"rm -rf /root/restored && rm -f {notes} && printf 'later work of alice\\n' > {notes} && chown 2001:2001 {notes}")
+    edited = host.file(notes).sha256sum
+    try:
+        run = run_playbook(RESTORE_PLAYBOOK, extra_vars={"restore_home": USER, "restore_target": "/root/restored"})
+        assert run.rc == 0, run
+        for path, digest in WRITTEN.items():
+            assert host.file(f"/root/restored{path}").sha256sum == digest, path
+        assert host.file(notes).sha256sum == edited
+    finally:
+        host.check_output("rm -rf /root/restored")
+
+
+# restic writes below the target as root. Before, any target was taken: alice's directory in /tmp, with a symlink she
+# planted in it, led restic's root writes into /etc.
+REDIRECTED = [
+    pytest.param("/tmp/alice-restore", "/tmp on the way to it is writable by others than root (mode 1777)", id="tmp"),
+    pytest.param(f"{HOME}/restored", f"{HOME} on the way to it is owned by uid 2001", id="in-her-home"),
+]
+
+
+@pytest.mark.parametrize("target, expected", REDIRECTED)
+def test_a_target_that_someone_else_may_redirect_fails_before_any_change(host, target, expected):
+    host.check_output(f"rm -rf {target} /etc/home && setpriv --reuid=2001 --regid=2001 --clear-groups mkdir {target} "
+                      f"&& setpriv --reuid=2001 --regid=2001 --clear-groups ln -s /etc {target}/gfsv")
+    try:
+        run = run_playbook(RESTORE_PLAYBOOK, extra_vars={"restore_home": USER, "restore_target": target})
+        assert run.rc != 0 and run.total_changed == 0, run
+        assert f"{BACKUP_HOST}: backup_restore_target {target}: {expected}, and restic writes" in run.output, run
+        assert "Fix: give a directory that only root may write" in run.output, run
+        assert not host.file("/etc/home").exists
+    finally:
+        host.check_output(f"rm -rf {target} /etc/home")
+
+
 def test_a_backup_run_that_changes_nothing_restarts_nothing(host):
     timer_since = host.check_output("systemctl show -p ActiveEnterTimestampMonotonic --value hpclab-backup.timer")
     run = run_playbook(BACKUP_PLAYBOOK)
