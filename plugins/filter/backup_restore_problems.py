@@ -33,7 +33,10 @@ description:
     (14) every directory on the way from C(/) to the target that exists is a directory, not a symbolic link, owned by
     root and writable by root only (no group or other write bit, sticky or not): restic writes the snapshot's files
     below the target as root, so whoever may change a directory on the way could point that write at any file of the
-    system (C(/tmp/x), a user's home). A missing part is made by restic, as root, inside the last one that exists."
+    system (C(/tmp/x), a user's home). A missing part is made by restic, as root, inside the last one that exists.
+    (15) The target itself, where it exists, gives group and others no access at all (mode 0700 or less): the copy
+    below it belongs to the user, who could otherwise reach it and swap one of its directories for a symbolic link
+    while restic writes (the role makes a missing target 0700)."
 options:
   _input:
     description: The role's variables by name (C(backup_restore_*), C(backup_home_root), C(backup_repository), C(backup_password),
@@ -160,6 +163,11 @@ def _target_way_problem(target, text):
                     f"files below the target as root: whoever may change {path} could point those writes at any file of the "
                     "system. Fix: give a directory that only root may write, all the way from /, such as /root/restored "
                     "(no symbolic link on the way).")
+    if mode & 0o077:
+        return (f"backup_restore_target {target} has mode {mode:04o}: the user whose home is restored below it owns the copy, "
+                "and could reach it while restic writes as root and swap one of its directories for a symbolic link. "
+                f"Fix: chmod 0700 {target}, or give a path that does not exist yet (the role makes it 0700), such as "
+                "/root/restored.")
     return None
 
 

@@ -239,10 +239,19 @@ def test_target_way():
     assert target_way("/srv") == ["/", "/srv"]
 
 
-@pytest.mark.parametrize("target", ["/root/restored", "/root/restored/alice/today", "/srv/restore", "/srv/restore/new"])
+@pytest.mark.parametrize("target", ["/root/restored", "/root/restored/alice/today", "/srv/private", "/srv/restore/new"])
 def test_a_target_only_root_may_change_the_way_to(target):
-    # /root/restored is missing: restic makes it, as root, inside /root (0700 root).
+    # /root/restored and /srv/restore/new are missing: the role makes the target 0700, inside directories only root
+    # may write (/root 0700, /srv/restore 0755).
     assert below(target) == []
+
+
+def test_an_existing_target_that_others_may_enter_is_refused():
+    (problem,) = below("/srv/restore")
+    assert problem == (
+        "node1: backup_restore_target /srv/restore has mode 0755: the user whose home is restored below it owns the copy, "
+        "and could reach it while restic writes as root and swap one of its directories for a symbolic link. Fix: chmod "
+        "0700 /srv/restore, or give a path that does not exist yet (the role makes it 0700), such as /root/restored.")
 
 
 @pytest.mark.parametrize(

@@ -173,6 +173,8 @@ def test_a_home_restored_below_a_target_leaves_the_home_as_it_is(host):
         assert run.rc == 0, run
         for path, digest in WRITTEN.items():
             assert host.file(f"/root/restored{path}").sha256sum == digest, path
+        target = host.file("/root/restored")
+        assert (target.user, target.group, target.mode) == ("root", "root", 0o700)
         assert host.file(notes).sha256sum == edited
     finally:
         host.check_output("rm -rf /root/restored")
@@ -180,21 +182,26 @@ def test_a_home_restored_below_a_target_leaves_the_home_as_it_is(host):
 
 # restic writes below the target as root. Before, any target was taken: alice's directory in /tmp, with a symlink she
 # planted in it, led restic's root writes into /etc.
+AS_ALICE = "setpriv --reuid=2001 --regid=2001 --clear-groups"
 REDIRECTED = [
-    pytest.param("/tmp/alice-restore", "/tmp on the way to it is writable by others than root (mode 1777)", id="tmp"),
-    pytest.param(f"{HOME}/restored", f"{HOME} on the way to it is owned by uid 2001", id="in-her-home"),
+    pytest.param("/tmp/alice-restore", "/tmp on the way to it is writable by others than root (mode 1777)",
+                 f"{AS_ALICE} mkdir /tmp/alice-restore && {AS_ALICE} ln -s /etc /tmp/alice-restore/gfsv", id="tmp"),
+    pytest.param(f"{HOME}/restored", f"{HOME} on the way to it is owned by uid 2001",
+                 f"{AS_ALICE} mkdir {HOME}/restored && {AS_ALICE} ln -s /etc {HOME}/restored/gfsv", id="in-her-home"),
+    # Root's, but others may enter it: alice could reach her copy while restic writes.
+    pytest.param("/srv/hpclab-restore", "has mode 0755", "install -d -m 0755 /srv/hpclab-restore", id="others-may-enter"),
 ]
 
 
-@pytest.mark.parametrize("target, expected", REDIRECTED)
-def test_a_target_that_someone_else_may_redirect_fails_before_any_change(host, target, expected):
-    host.check_output(f"rm -rf {target} /etc/home && setpriv --reuid=2001 --regid=2001 --clear-groups mkdir {target} "
-                      f"&& setpriv --reuid=2001 --regid=2001 --clear-groups ln -s /etc {target}/gfsv")
+@pytest.mark.parametrize("target, expected, setup", REDIRECTED)
+def test_a_target_that_someone_else_may_redirect_fails_before_any_change(host, target, expected, setup):
+    host.check_output(f"rm -rf {target} /etc/home && {setup}")
     try:
         run = run_playbook(RESTORE_PLAYBOOK, extra_vars={"restore_home": USER, "restore_target": target})
         assert run.rc != 0 and run.total_changed == 0, run
-        assert f"{BACKUP_HOST}: backup_restore_target {target}: {expected}, and restic writes" in run.output, run
-        assert "Fix: give a directory that only root may write" in run.output, run
+        assert f"{BACKUP_HOST}: backup_restore_target {target}" in run.output and expected in run.output, run
+        assert "Fix:" in run.output, run
+        assert not host.file(f"{target}/gfsv/home").exists
         assert not host.file("/etc/home").exists
     finally:
         host.check_output(f"rm -rf {target} /etc/home")
