@@ -131,15 +131,6 @@ def dump_path(settings, database):
     return f"{str(settings.get('backup_dump_dir', '')).rstrip('/')}/{database}.sql"
 
 
-def target_way(target):
-    """'/' and each directory down to canonical absolute TARGET, TARGET last."""
-    way = ["/"]
-    for part in target.strip("/").split("/"):
-        if part:
-            way.append(way[-1].rstrip("/") + "/" + part)
-    return way
-
-
 def _target_way_problem(target, text):
     """Why the directories on the way to TARGET (stat's lines TYPE<TAB>UID<TAB>MODE<TAB>PATH) let someone else than
     root steer restic's writes below it, or None."""
@@ -152,9 +143,9 @@ def _target_way_problem(target, text):
     if "/" not in read:
         return (f"backup_restore_target {target}: the directories on the way to it could not be read (stat printed nothing "
                 "for /). Fix: check that stat (coreutils) runs on the host, and run the restore again.")
-    for path in target_way(target):
-        if path not in read:
-            return None
+    # The read paths that TARGET lies in (or is), outermost first. A missing one has no line, nor has anything below it.
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import is_within
+    for path in sorted((p for p in read if is_within(target, p)), key=lambda p: len(p.rstrip("/").split("/"))):
         kind, uid, mode = read[path]
         what = (f"a {kind}" if kind != "directory" else f"owned by uid {uid}" if uid != 0
                 else f"writable by others than root (mode {mode:04o})" if mode & 0o022 else None)
@@ -163,7 +154,8 @@ def _target_way_problem(target, text):
                     f"files below the target as root: whoever may change {path} could point those writes at any file of the "
                     "system. Fix: give a directory that only root may write, all the way from /, such as /root/restored "
                     "(no symbolic link on the way).")
-    if mode & 0o077:
+    if target in read and read[target][2] & 0o077:
+        mode = read[target][2]
         return (f"backup_restore_target {target} has mode {mode:04o}: the user whose home is restored below it owns the copy, "
                 "and could reach it while restic writes as root and swap one of its directories for a symbolic link. "
                 f"Fix: chmod 0700 {target}, or give a path that does not exist yet (the role makes it 0700), such as "

@@ -10,7 +10,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.hpclab.cluster.plugins.filter.backup_restore_problems import FilterModule, listed_nodes, target_way
+from ansible_collections.hpclab.cluster.plugins.filter.backup_restore_problems import FilterModule, listed_nodes
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "backup"
 PROBLEMS = FilterModule().filters()["backup_restore_problems"]
@@ -232,11 +232,6 @@ def below(target, read=TARGET_STAT):
     """The problems of a home restored below TARGET, with the snapshot holding it and the way to TARGET read."""
     return PROBLEMS(settings(backup_restore_target=target, backup_restore_accounting_db=False), host="node1",
                     snapshots=SNAPSHOTS, listed={HOME: LS_HOME}, target_read=read)
-
-
-def test_target_way():
-    assert target_way("/root/restored") == ["/", "/root", "/root/restored"]
-    assert target_way("/srv") == ["/", "/srv"]
 
 
 @pytest.mark.parametrize("target", ["/root/restored", "/root/restored/alice/today", "/srv/private", "/srv/restore/new"])

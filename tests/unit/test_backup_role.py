@@ -292,10 +292,10 @@ def test_restore_variables(extra_vars, expected):
     assert tuple(_wire("restore.yml", n, extra_vars) for n in names) == expected
 
 
-@pytest.mark.parametrize("target", ["/root/restored", "/srv", "/srv/a/b/c"])
-def test_the_way_to_the_target_is_what_the_filter_judges(role, target):
-    from ansible_collections.hpclab.cluster.plugins.filter.backup_restore_problems import target_way
-    assert role.evaluate("__backup_restore_target_way", extra={"backup_restore_target": target}) == target_way(target)
+@pytest.mark.parametrize("target, way", [("/root/restored", ["/", "/root", "/root/restored"]), ("/srv", ["/", "/srv"]),
+                                         ("/srv/a/b/c", ["/", "/srv", "/srv/a", "/srv/a/b", "/srv/a/b/c"])])
+def test_the_way_to_the_target_is_what_the_filter_judges(role, target, way):
+    assert role.evaluate("__backup_restore_target_way", extra={"backup_restore_target": target}) == way
     read = yaml.safe_load((ROLE / "tasks" / "restore.yml").read_text())
     (check,) = [t for t in read if t["name"] == "restore | Check that the snapshot holds what is asked"]
     assert "target_read=__backup_restore_target_read.stdout | default(none)" in " ".join(check["vars"]["__backup_restore_problems"].split())
