@@ -140,10 +140,11 @@ def http_status(host: str, url: str, credentials: str = "") -> str:
 
 @contextlib.contextmanager
 def journal_on_failure(host, unit: str, lines: int = 50):
-    """Print the unit's journal when the assertions inside fail."""
+    """Print the unit's journal when what runs inside fails: an assertion, or any other error (a browser's wait that
+    timed out raises selenium's TimeoutException, which left no journal in a clean-clone run of 2026-12-06)."""
     try:
         yield
-    except AssertionError:
+    except Exception:
         print(f"--- journalctl -u {unit} on {host.backend.get_hostname()} ---")
         print(host.run(f"journalctl -u {unit} -n {lines} --no-pager").stdout)
         raise
