@@ -56,8 +56,8 @@ molecule: setup ## Molecule scenarios (SCENARIOS="munge ...")
 bench: setup ## Benchmark: first and no-change converge time per scenario (SCENARIOS="munge ...")
 	tests/bench $(SCENARIOS)
 
-bench-slurm: setup ## Benchmark: our Slurm layer against the anchor galaxyproject.slurm, as a ratio (MODES="native container anchor")
-	tests/bench-slurm $(MODES)
+bench-slurm: setup ## Benchmark: our Slurm layer against the anchor galaxyproject.slurm, as a ratio (MODES="native container anchor", PAIRS=3)
+	BENCH_PAIRS=$(PAIRS) tests/bench-slurm $(MODES)
 
 bench-hostlist: venv ## Benchmark: Slurm hostlist compress/expand against python-hostlist on 10,000 names
 	$(PY) tests/bench-hostlist
