@@ -1,6 +1,6 @@
 """Reading Prometheus and Alertmanager from the monitoring host, and following a real fault until its
 alert fires in Alertmanager's API (/api/v2/alerts) and until it resolves, for every scenario that runs
-the monitoring layer. The measured times go into NUMBERS (printed by the scenario's last test)."""
+the monitoring layer. Each measured time is printed by the test that measures it (pytest -rA shows it in the log)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,6 @@ from urllib.parse import quote
 
 import pytest
 from helpers import get_host, inventory_hosts, journal_on_failure, run_playbook
-
-# Measured times, printed at the end of each scenario's tests.
-NUMBERS: dict[str, float] = {}
 
 
 def monitoring_server() -> str:
@@ -86,21 +83,14 @@ def wait_for(predicate, timeout: float, what: str, interval: float = 2.0) -> flo
 
 def follow_fault(name: str, alert: str, labels: dict, timeout: float = 180) -> float:
     took = wait_for(lambda: firing(alert, **labels), timeout, f"{alert} {labels} firing")
-    NUMBERS[f"{name}: time to alert"] = round(took, 1)
     print(f"{name}: {alert} {labels} firing in Alertmanager after {took:.1f} s")
     return took
 
 
 def follow_repair(name: str, alert: str, labels: dict, timeout: float = 240) -> float:
     took = wait_for(lambda: not firing(alert, **labels), timeout, f"{alert} {labels} resolved")
-    NUMBERS[f"{name}: time to resolve"] = round(took, 1)
     print(f"{name}: {alert} {labels} resolved after {took:.1f} s")
     return took
-
-
-def print_numbers() -> None:
-    for name, seconds in NUMBERS.items():
-        print(f"{name}: {seconds} s")
 
 
 def converge_monitoring_twice(playbook: str = "monitoring_only.yml") -> None:

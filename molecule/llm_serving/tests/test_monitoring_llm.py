@@ -13,7 +13,7 @@ import json
 from helpers import get_host, inventory_hosts, journal_on_failure
 from monitoring_checks import (
     NODE_UNITS, SERVER_UNITS, alerts, assert_units_running, converge_monitoring_twice, firing, follow_fault,
-    follow_repair, print_numbers, prometheus, query, value, wait_for,
+    follow_repair, prometheus, query, value, wait_for,
 )
 
 SERVER = inventory_hosts("monitoring")[0]
@@ -102,7 +102,3 @@ def test_fault_model_server_stopped_fires_model_down_and_resolves():
         assert node.service(unit).is_running
         assert answers(node, name, port) and answers(node, "tiny-b", MODELS["tiny-b"])
     wait_for(lambda: alerts() == [], 120, "no alert left")
-
-
-def test_zz_print_measured_times():
-    print_numbers()

@@ -17,7 +17,7 @@ import pytest
 from helpers import get_host, inventory_hosts, journal_on_failure
 from monitoring_checks import (
     NODE_UNITS, SERVER_UNITS, alerts, assert_units_running, converge_monitoring_twice, firing, follow_fault,
-    follow_repair, print_numbers, prometheus, query, value, wait_for,
+    follow_repair, prometheus, query, value, wait_for,
 )
 
 SERVER = inventory_hosts("monitoring")[0]
@@ -166,7 +166,3 @@ def test_fault_worker_container_stopped_fires_node_down_and_resolves():
     wait_for(lambda: value('hpclab_slurm_nodes{state="idle"}') == 2.0, 120, "both workers idle again")
     wait_for(lambda: node_state(victim) == "idle", 60, f"sinfo shows {victim} idle")
     wait_for(lambda: active_alerts() == EXPECTED_ALERTS, 120, f"only {EXPECTED_ALERTS} active again")
-
-
-def test_zz_print_measured_times():
-    print_numbers()

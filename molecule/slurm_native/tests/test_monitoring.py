@@ -12,7 +12,7 @@ import pytest
 from helpers import get_host, gluster_xml, http_status, inventory_hosts, run_playbook
 from monitoring_checks import (
     NODE_UNITS, PASSWORD_FILE, SERVER_UNITS, USERNAME, alerts, assert_units_running, follow_fault, follow_repair,
-    listen_address, print_numbers, prometheus, query, value, wait_for,
+    listen_address, prometheus, query, value, wait_for,
 )
 
 SERVER = inventory_hosts("monitoring")[0]
@@ -293,7 +293,3 @@ def test_bad_input_in_a_run_limited_by_tags_fails_before_any_change():
     assert run.rc != 0 and run.total_changed == 0, run
     assert f"{SERVER}: monitoring_prometheus_retention '15days' is not a non-zero duration Prometheus accepts" in run.output, run
     assert server().file("/etc/prometheus/prometheus.yml").sha256sum == config
-
-
-def test_zz_print_measured_times():
-    print_numbers()

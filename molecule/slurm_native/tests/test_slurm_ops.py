@@ -22,8 +22,11 @@ testinfra_hosts = [CONTROLLER]
 ROLLING = "../../playbooks/slurm_rolling_restart.yml"
 USER, HOME = "alice", "/gfsv/home/alice"
 REASON = f"ops test {uuid.uuid4().hex[:6]}: ticket=1 a=b"
-# Measured numbers, printed at the end (pytest -rA shows them in the log).
-NUMBERS = {}
+
+
+def measured(name: str, number: float) -> None:
+    """A number the test measured, printed by that test (pytest -rA shows it in the log)."""
+    print(f"MEASURED {name}: {number}")
 
 
 def controller():
@@ -121,8 +124,8 @@ def test_drain_while_a_job_runs_reports_draining_then_wait_returns_when_drained(
     assert [j["job_id"] for j in waited["jobs"]] == [job_id]
     ended = float(controller().check_output(f"cat {HOME}/drainjob.end"))
     assert job_fields(job_id)["JobState"] == "COMPLETED" and job_fields(job_id)["ExitCode"] == "0:0"
-    NUMBERS["poll latency (job end -> module return, poll_interval=1), s"] = round(waited["returned_at"] - ended, 2)
-    NUMBERS["module wait (waited), s"] = waited["waited"]
+    measured("poll latency (job end -> module return, poll_interval=1), s", round(waited["returned_at"] - ended, 2))
+    measured("module wait (waited), s", waited["waited"])
 
     again = node_state(tmp_path, nodes=[W1], state="drain", reason=REASON)
     assert again["changed"] is False and again["commands"] == [], again
@@ -138,14 +141,14 @@ def test_resume_returns_idle_and_a_second_resume_is_no_change(tmp_path):
     again = node_state(tmp_path, nodes=[W1], state="resume")
     assert again["changed"] is False and again["commands"] == [], again
     assert state(W1) == "idle"
-    NUMBERS["no-change call, 1 node (task incl. transport), s"] = round(again["task_seconds"], 2)
+    measured("no-change call, 1 node (task incl. transport), s", round(again["task_seconds"], 2))
 
 
 def test_no_change_on_every_worker_by_hostlist(tmp_path):
     prefix = W1.rstrip("0123456789")
     result = node_state(tmp_path, nodes=[f"{prefix}[1-{len(WORKERS)}]"], state="undrain")
     assert result["changed"] is False and sorted(result["nodes"]) == WORKERS, result
-    NUMBERS[f"no-change call, {len(WORKERS)} nodes by hostlist (task incl. transport), s"] = round(result["task_seconds"], 2)
+    measured(f"no-change call, {len(WORKERS)} nodes by hostlist (task incl. transport), s", round(result["task_seconds"], 2))
 
 
 def test_check_mode_predicts_and_changes_nothing(tmp_path):
@@ -194,7 +197,7 @@ def test_rolling_restart_while_a_job_runs_loses_no_job():
     job_id = submit(W1, 30, "rolljob")
     started = time.monotonic()
     run = run_playbook(ROLLING, extra_vars={"slurm_rolling_poll_interval": 1})
-    NUMBERS[f"rolling restart of {len(WORKERS)} workers with a 30 s job, s"] = round(time.monotonic() - started, 1)
+    measured(f"rolling restart of {len(WORKERS)} workers with a 30 s job, s", round(time.monotonic() - started, 1))
     assert run.rc == 0, run
     fields = job_fields(job_id)
     assert (fields["JobState"], fields["ExitCode"], fields["Restarts"]) == ("COMPLETED", "0:0", "0"), fields
@@ -239,8 +242,3 @@ def test_converge_in_check_mode_changes_nothing():
     run = run_playbook(check=True)
     assert run.rc == 0, run
     assert run.total_changed == 0, run
-
-
-def test_print_measured_numbers():
-    print("MEASURED " + json.dumps(NUMBERS))
-    assert NUMBERS
