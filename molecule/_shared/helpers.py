@@ -22,6 +22,9 @@ import testinfra.utils.ansible_runner
 INVENTORY = os.environ.get("MOLECULE_INVENTORY_FILE", "")
 SCENARIO_DIR = Path(os.environ.get("MOLECULE_SCENARIO_DIRECTORY", "."))
 RECAP_LINE = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
+# A task's result for a host in the default callback's output: "ok: [node1]", "changed: [node1 -> ctrl1]",
+# "fatal: [node2]: FAILED! ...", "skipping: [node3] => (item=...)".
+RESULT_LINE = re.compile(r"^(?:ok|changed|skipping|fatal|failed|unreachable|ignored): \[([^\]\s]+)[\] ]", re.M)
 
 
 def inventory_hosts(group: str = "all") -> list[str]:
@@ -47,9 +50,17 @@ class PlaybookRun:
             m.group(1): {"ok": int(m.group(2)), "changed": int(m.group(3)), "unreachable": int(m.group(4)), "failed": int(m.group(5))}
             for m in RECAP_LINE.finditer(proc.stdout)
         }
+        # Every host that some task ran on (or failed on): the hosts of the run's plays.
+        self.hosts = sorted(set(RESULT_LINE.findall(proc.stdout)))
 
     @property
     def total_changed(self) -> int:
+        """The changes of all hosts, from the recap. A recap that was not printed, or that the regex no longer reads
+        (a reformatted callback), would sum to 0 and pass every "changed=0" assertion: it must name every host that a
+        task ran on, and at least one."""
+        assert self.recap, f"no PLAY RECAP line could be read: {self!r}"
+        missing = [h for h in self.hosts if h not in self.recap]
+        assert not missing, f"the recap does not name {missing}, hosts that tasks ran on: {self!r}"
         return sum(r["changed"] for r in self.recap.values())
 
     def __repr__(self) -> str:  # shown by pytest when an assertion fails
