@@ -39,6 +39,16 @@ def network_and_containers() -> dict:
     return state
 
 
+def wait_for_log(host, command: str, text: str, timeout: float) -> str:
+    """The output of COMMAND (a log) on HOST once it holds TEXT; fails naming TEXT and the log's end after TIMEOUT s."""
+    start = time.monotonic()
+    while text not in (out := host.check_output(command)):
+        assert time.monotonic() < start + timeout, f"{text!r} not logged within {timeout} s; the log's end:\n{out[-3000:]}"
+        time.sleep(2)
+    print(f"{text!r} logged within {time.monotonic() - start:.0f} s")
+    return out
+
+
 def docker0_network(name: str) -> ipaddress.IPv4Network:
     """The network of the Docker bridge docker0 on node NAME."""
     address = get_host(name).check_output("ip -o -4 address show dev docker0").split()[3]
@@ -164,14 +174,12 @@ def test_the_controller_container_off_its_network_is_put_back_by_the_next_run_an
     log = f"docker logs --timestamps --since {since} {CONTROLLER} 2>&1"
     host.check_output(f"docker network disconnect {NETWORK} {CONTROLLER}")
     # slurmctld logs to docker logs; SlurmdTimeout is 20 s in this scenario: the workers were set DOWN 22 to 28 s
-    # after the disconnect here. In one clean-clone make test nothing was logged for 90 s (and inside the container
-    # its own name did not resolve): the run below then finds the workers not DOWN, and the test still asserts the
-    # reconnect, the SIGHUP and the workers in service, but not their return from DOWN.
-    deadline = time.monotonic() + 120
-    while "not responding, setting DOWN" not in host.check_output(log) and time.monotonic() < deadline:
-        time.sleep(2)
-    set_down = host.check_output(log)
-    run = run_playbook(SLURM_PLAYBOOK)
+    # after the disconnect here. The test proves their return from DOWN, so it fails when slurmctld did not set them
+    # DOWN (before, it went on without it, and passed on a run where they never left).
+    try:
+        set_down = wait_for_log(host, log, "not responding, setting DOWN", 180)
+    finally:
+        run = run_playbook(SLURM_PLAYBOOK)  # puts the container back, also for the tests after this one
     assert run.rc == 0, run
     assert f"changed: [{CONTROLLER}]" in run.output.split("container | The container of slurmctld]", 1)[1].split("TASK [", 1)[0], run
     assert f"changed: [{CONTROLLER}]" in run.output.split(
