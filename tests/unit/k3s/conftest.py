@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,8 @@ import yaml
 
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
+
+from k8s_crd import CrdValidator, load_crd
 
 ROLE = Path(__file__).resolve().parents[3] / "roles" / "k3s_nfs_csi"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "k8s"
@@ -88,9 +92,43 @@ def role():
 
 @pytest.fixture(scope="session")
 def helmchart_schema():
+    """Hand-written JSON Schema of the HelmChart CRD, not the CRD itself (its $comment and the README say how it was made)."""
     return json.loads((FIXTURES / "helmchart-helm.cattle.io-v1.json").read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="session")
 def chart_value_keys():
+    """Hand-written key paths of the csi-driver-nfs 4.13.4 chart's values.yaml, not read from the chart."""
     return json.loads((FIXTURES / "csi-driver-nfs-4.13.4-values-keys.json").read_text(encoding="utf-8"))["keys"]
+
+
+# The real upstream files are not kept in this repository; these fixtures read them where a variable names them
+# (tests/unit/fixtures/k8s/README.md says where to get them) and skip the tests that need them otherwise.
+
+REAL_CRD = "HPCLAB_HELM_CONTROLLER_CRD"
+REAL_VALUES = "HPCLAB_CSI_DRIVER_NFS_VALUES"
+
+
+def _upstream_file(variable, what):
+    path = os.environ.get(variable)
+    if not path:
+        pytest.skip("%s is not set: no real %s to check against (tests/unit/fixtures/k8s/README.md)" % (variable, what))
+    return Path(path)
+
+
+@pytest.fixture(scope="session")
+def real_helmchart_crd():
+    """K3s's real HelmChart CRD: helm-controller's pkg/crds/yaml/generated/helm.cattle.io_helmcharts.yaml."""
+    return CrdValidator(load_crd(_upstream_file(REAL_CRD, "HelmChart CRD")))
+
+
+@pytest.fixture(scope="session")
+def real_chart_values():
+    """The csi-driver-nfs 4.13.4 chart's real values.yaml, or the chart's .tgz holding it."""
+    path = _upstream_file(REAL_VALUES, "csi-driver-nfs values.yaml")
+    if path.name.endswith((".tgz", ".tar.gz")):
+        with tarfile.open(path) as tar:
+            text = tar.extractfile("csi-driver-nfs/values.yaml").read().decode("utf-8")
+    else:
+        text = path.read_text(encoding="utf-8")
+    return yaml.safe_load(text)
