@@ -334,20 +334,24 @@ def parse_nvidia_smi(text: str) -> list:
 
 
 # vLLM's own gauges the collector relays, by the names vLLM has used for them (gpu_cache_usage_perc became
-# kv_cache_usage_perc in vLLM's V1 engine): {vLLM name: our name}.
+# kv_cache_usage_perc in vLLM's V1 engine; from 0.9.2 to 0.10.x a server serves both, with the same value, and
+# 0.11.x the old one too with --show-hidden-metrics-for-version=0.10): {vLLM name: our name}, the newer name first.
 VLLM_GAUGES = {
     "vllm:num_requests_running": "vllm_requests_running",
     "vllm:num_requests_waiting": "vllm_requests_waiting",
-    "vllm:gpu_cache_usage_perc": "vllm_kv_cache_usage_ratio",
     "vllm:kv_cache_usage_perc": "vllm_kv_cache_usage_ratio",
+    "vllm:gpu_cache_usage_perc": "vllm_kv_cache_usage_ratio",
 }
+# Ratios are not added up over a server's engines (data-parallel engines report one sample each): the fullest one.
+_VLLM_RATIOS = {"vllm_kv_cache_usage_ratio"}
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
 
 
 def parse_vllm_metrics(text: str) -> dict:
-    """vLLM's /metrics (the Prometheus text format): {our name: value} of the gauges in VLLM_GAUGES, summed
-    over the samples of a name (one server serves one model; its engines may report one sample each)."""
-    values = {}
+    """vLLM's /metrics (the Prometheus text format): {our name: value} of the gauges in VLLM_GAUGES. Request counts
+    are summed over the samples of a name (one server serves one model; its engines may report one sample each), a
+    ratio is the largest sample's; where a server serves a gauge under both of its names, the newer name's is used."""
+    samples = {}
     for line in (text or "").splitlines():
         match = _SAMPLE.match(line)
         if not match or match.group(1) not in VLLM_GAUGES:
@@ -356,8 +360,12 @@ def parse_vllm_metrics(text: str) -> dict:
             number = float(match.group(3))
         except ValueError:
             continue
-        name = VLLM_GAUGES[match.group(1)]
-        values[name] = values.get(name, 0.0) + number
+        samples.setdefault(match.group(1), []).append(number)
+    values = {}
+    for vllm_name, ours in VLLM_GAUGES.items():
+        if ours in values or vllm_name not in samples:
+            continue
+        values[ours] = max(samples[vllm_name]) if ours in _VLLM_RATIOS else sum(samples[vllm_name])
     return values
 
 

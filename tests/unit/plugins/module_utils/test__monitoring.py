@@ -1,6 +1,8 @@
 """The monitoring collectors' pure code (plugins/module_utils/_monitoring.py) on real captured output:
 Slurm 22.05.8 (tests/unit/fixtures/slurm, parsed by _slurm as the collector does), GlusterFS 10.3
-(tests/unit/fixtures/gluster, and heal summaries in tests/unit/fixtures/monitoring, see capture.sh there)."""
+(tests/unit/fixtures/gluster, and heal summaries in tests/unit/fixtures/monitoring, see capture.sh there).
+The vLLM /metrics fixtures (tests/unit/fixtures/vllm) are the exception: written by hand, NOT captured from a running
+vLLM server, and no test here or in tests/gpu reads a real server's /metrics (see the README there)."""
 
 from __future__ import annotations
 
@@ -321,12 +323,19 @@ def test_credential_not_decoded(rc, text):
     assert m.credential_decoded(rc, text) is False
 
 
+# The vLLM fixtures below were NOT captured from a running server: metrics-v1.txt and metrics-v0.txt are written by
+# hand in the shape of vLLM's metric definitions and of outputs users pasted (tests/unit/fixtures/vllm/README.md names
+# them). They prove the parser on that shape only, not on what a given vLLM release serves.
+
+
 def test_parse_vllm_metrics_v1_names(fixture_text):
+    """Hand-written fixture, not captured (see above): V1 names, engine and model_name labels."""
     values = m.parse_vllm_metrics(fixture_text("vllm", "metrics-v1.txt"))
     assert values == {"vllm_requests_running": 3.0, "vllm_requests_waiting": 1.0, "vllm_kv_cache_usage_ratio": 0.4375}
 
 
 def test_parse_vllm_metrics_v0_cache_name(fixture_text):
+    """Hand-written fixture, not captured (see above): the older KV cache gauge name, model_name label only."""
     assert m.parse_vllm_metrics(fixture_text("vllm", "metrics-v0.txt"))["vllm_kv_cache_usage_ratio"] == 0.05
 
 
@@ -335,7 +344,33 @@ def test_parse_vllm_metrics_ignores_garbage():
     assert m.parse_vllm_metrics("") == {}
 
 
+def test_parse_vllm_metrics_counts_the_kv_cache_once_when_both_names_are_served():
+    """Hand-written input, not captured: vLLM's v1 metrics logger sets both gauges to the same kv_cache_usage while the
+    deprecated name is shown (tests/unit/fixtures/vllm/README.md)."""
+    text = (
+        'vllm:gpu_cache_usage_perc{engine="0",model_name="m"} 0.25\n'
+        'vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.25\n'
+    )
+    assert m.parse_vllm_metrics(text)["vllm_kv_cache_usage_ratio"] == 0.25
+    # The newer name's value where they differ (they do not on a real server: the order must not matter).
+    older_differs = text.replace('gpu_cache_usage_perc{engine="0",model_name="m"} 0.25', 'gpu_cache_usage_perc{engine="0",model_name="m"} 0.5')
+    assert older_differs != text
+    assert m.parse_vllm_metrics(older_differs)["vllm_kv_cache_usage_ratio"] == 0.25
+
+
+def test_parse_vllm_metrics_gives_the_fullest_engines_kv_cache_and_the_sum_of_requests():
+    """Hand-written input, not captured: two data-parallel engines of one server, one sample each."""
+    text = (
+        'vllm:num_requests_running{engine="0",model_name="m"} 2\n'
+        'vllm:num_requests_running{engine="1",model_name="m"} 3\n'
+        'vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.75\n'
+        'vllm:kv_cache_usage_perc{engine="1",model_name="m"} 0.5\n'
+    )
+    assert m.parse_vllm_metrics(text) == {"vllm_requests_running": 5.0, "vllm_kv_cache_usage_ratio": 0.75}
+
+
 def test_llm_metrics_relay_vllm_gauges_per_model(fixture_text):
+    """On the hand-written metrics-v1.txt, not a captured one (see above)."""
     models = [
         {"name": "llama-3-8b", "port": 8000, "engine": "vllm", "ok": True, "seconds": 0.01,
          "vllm": m.parse_vllm_metrics(fixture_text("vllm", "metrics-v1.txt"))},
