@@ -50,6 +50,11 @@ description:
   - "Web UI without users: (28) O(web_url) is empty where O(users) is: the web UI sends every chat through the gateway
     with its own key, and only the users get logins, so with none anyone who reaches it would use every model. The
     llm_serving role refuses such a web UI too (its rule 46), but only after this role changed the gateway."
+  - "Accounts (issue 54): (29) no user takes a name the collection's services use (munge, slurm, mysql, prometheus,
+    nginx, the LLM service user, Docker's group, root, nobody...), nor the name of a system account or group of the
+    gateway host (O(accounts), its ID below O(min_uid)), nor a UID or GID below O(min_uid), nor a UID another account
+    of the host has: the key file written into that home, and the web login, would belong to a system account. The
+    rule is the Slurm roles' (the collection's C(plugin_utils/_users.py))."
 options:
   _input:
     description: C(llm_gateway_backends), each C(name), C(port), optional C(host); other keys (C(engine)) are ignored.
@@ -136,6 +141,15 @@ options:
     description: The web UI's own name at the gateway (the role's C(__llm_gateway_web_identity)), which no user may have.
     type: str
     default: webui
+  accounts:
+    description:
+      - The gateway host's account databases as read before any change, C({passwd, group}), each the text of
+        C(getent passwd) and C(getent group); null judges rule 29 on the names and IDs only.
+    type: dict
+  min_uid:
+    description: C(llm_gateway_users_min_uid), the first UID and GID of a cluster user (rule 29); null judges
+      no ID against a minimum (the accounts of O(accounts) against Debian's, 1000).
+    type: raw
 """
 
 EXAMPLES = r"""
@@ -306,6 +320,14 @@ def _user_problems(users, web_identity, problem):
     return set(names)
 
 
+def _account_problems(host, users, user_names, accounts, min_uid):
+    """Rule 29, on the users rules 7-8 accept."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._users import cluster_user_problems
+    good = [u for u in users or [] if isinstance(u, Mapping) and u.get("name") in user_names
+            and all(not isinstance(u.get(k), bool) and str(u.get(k, "")).isdigit() for k in ("uid", "gid"))]
+    return cluster_user_problems(host, "llm_gateway_users", good, min_uid, accounts, "llm_gateway_users_min_uid")
+
+
 def _key_problem(key):
     if not isinstance(key, str) or len(key) < KEY_MIN:
         return f"is shorter than {KEY_MIN} characters"
@@ -472,7 +494,7 @@ def llm_gateway_problems(backends, host, users=None, keys=None, backend_api_key=
                          more_reserved_ports=None, listen_address="", host_addresses=None, rate_limit="20r/s", rate_burst=40,
                          max_body_size="1m", read_timeout=900, key_dir="/etc/hpclab/llm-gateway/keys", home_root="/gfsv/home",
                          web_url="", web_passwords=None, web_password_dir="/etc/hpclab/llm-gateway/web-passwords",
-                         web_identity="webui"):
+                         web_identity="webui", accounts=None, min_uid=None):
     """Filter entry point: see DOCUMENTATION."""
     problems = []
 
@@ -494,6 +516,7 @@ def llm_gateway_problems(backends, host, users=None, keys=None, backend_api_key=
                 "gateway). Fix: list the cluster's users in hpclab_cluster_users (the gateway gives each a web password), "
                 "or set llm_serving_fastchat_enabled: false.")
     _path_problems(key_dir, home_root, web_password_dir, problem)
+    problems += _account_problems(host, users, user_names, accounts, min_uid)
     return problems
 
 

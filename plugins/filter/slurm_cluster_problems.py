@@ -49,6 +49,12 @@ description:
   - "Rule added for issue 19, part 5: (34) O(cgroup) is V(auto), V(true) or V(false); with V(true), the cluster
     runs in native mode and every worker can have Slurm confine its jobs with cgroups (its C(cgroup) read, as
     filter P(hpclab.cluster.slurm_cgroup_plan#filter) decides it): each worker that cannot is named with the reason."
+  - "Rule added for issue 54: (35) no cluster user takes a name the collection's services use (munge, slurm, mysql,
+    prometheus, nginx, the LLM service user, Docker's group, root, nobody...), nor the name of a system account or
+    group of the controller (O(accounts), its ID below O(min_uid)), nor a UID or GID below O(min_uid), nor a UID
+    another account of the controller has: C(ansible.builtin.user) would rewrite that account. Each worker's
+    P(hpclab.cluster.slurm_worker_problems#filter) judges its own node's accounts the same way (the collection's
+    C(plugin_utils/_users.py))."
   - "Slurm 22.05 has no option to check a configuration file: C(slurmctld -t) existed only in
     18.08's pre-releases (SchedMD/slurm commit 3795111063 removed it), and slurmd and slurmdbd never
     had one. So these rules check what the role writes into slurm.conf and slurmdbd.conf."
@@ -119,6 +125,15 @@ options:
     elements: str
   cgroup:
     description: C(slurm_master_cgroup) (V(auto), V(true) or V(false)); null skips rule 34.
+    type: raw
+  accounts:
+    description:
+      - The controller's account databases as read before any change, C({passwd, group}), each the text of
+        C(getent passwd) and C(getent group); null judges rule 35 on the names and IDs only.
+    type: dict
+  min_uid:
+    description: C(slurm_master_users_min_uid), the first UID and GID of a cluster user (rule 35); null judges
+      no ID against a minimum (the accounts of O(accounts) against Debian's, 1000).
     type: raw
   cluster_name:
     description: C(slurm_master_cluster_name); null skips rule 12.
@@ -647,6 +662,15 @@ def _user_values(controller, users, slurm_uid):
     ]
 
 
+def _user_accounts(controller, users, accounts, min_uid):
+    """Rule 35 (on users rule 5 accepts)."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import users_well_formed
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._users import cluster_user_problems
+    if not users_well_formed(users):
+        return []
+    return cluster_user_problems(controller, "slurm_master_users", users, min_uid, accounts, "slurm_master_users_min_uid")
+
+
 def _home_hosts(controller, workers, users, shared_home, shared_home_hosts):
     """Rule 33."""
     if not users or shared_home_hosts is None:
@@ -921,7 +945,7 @@ def slurm_cluster_problems(nodes, controller, workers, partitions, worker_group=
                            default_partition="", users=None, accounting=None, shared_home="",
                            shared_home_exists=True, munge_hosts=None, cluster_name=None, max_time=None,
                            memory_fraction=None, config=None, dbd_config=None, timeouts=None, container=None,
-                           packages=None, shared_home_hosts=None, cgroup=None):
+                           packages=None, shared_home_hosts=None, cgroup=None, accounts=None, min_uid=None):
     """Filter entry point: see DOCUMENTATION."""
     if not isinstance(nodes, Mapping) or not all(isinstance(v, Mapping) for v in nodes.values()):
         raise AnsibleFilterError(f"slurm_cluster_problems: the input must map each node to what was read of it, got {nodes!r}")
@@ -948,6 +972,7 @@ def slurm_cluster_problems(nodes, controller, workers, partitions, worker_group=
         problems += _memory_fraction(controller, memory_fraction)
     problems += _gpu_values(nodes, workers)
     problems += _user_values(controller, users, slurm_uid)
+    problems += _user_accounts(controller, users, accounts, min_uid)
     problems += _shared_home_path(controller, shared_home)
     problems += _conf_dicts(controller, config, dbd_config, accounting, mode)
     problems += _role_timeouts(controller, timeouts)

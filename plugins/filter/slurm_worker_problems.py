@@ -24,6 +24,11 @@ description:
     O(container) settings: the host directories canonical and apart, the slurm UID, the base image, the
     network, the apt proxy and the addresses; (9) O(packages) are Debian package names and
     C(slurm_worker_packages) holds slurmd; (10) O(timeouts) are at least 1 second."
+  - "Rule added for issue 54, applied with O(users): (11) no user takes a name the collection's services use (munge,
+    slurm, mysql, prometheus, nginx, the LLM service user, Docker's group, root, nobody...), nor the name of a system
+    account or group of this node (O(accounts), its ID below O(min_uid)), nor a UID or GID below O(min_uid), nor a UID
+    another account of this node has: C(ansible.builtin.user) would rewrite that account (the collection's
+    C(plugin_utils/_users.py), shared with P(hpclab.cluster.slurm_cluster_problems#filter))."
 options:
   _input:
     description: The worker's inventory name.
@@ -68,6 +73,15 @@ options:
   shared_home:
     description: C(slurm_worker_shared_home); null skips rule 7.
     type: str
+  accounts:
+    description:
+      - This node's account databases as read before any change, C({passwd, group}), each the text of
+        C(getent passwd) and C(getent group); null judges rule 11 on the names and IDs only.
+    type: dict
+  min_uid:
+    description: C(slurm_worker_users_min_uid), the first UID and GID of a cluster user (rule 11); null judges
+      no ID against a minimum (the accounts of O(accounts) against Debian's, 1000).
+    type: raw
   container:
     description:
       - "Container mode settings by variable name, for rule 8: C(slurm_worker_container_conf_dir),
@@ -146,6 +160,15 @@ def _users(host, users, slurm_uid):
     ]
 
 
+def _user_accounts(host, users, accounts, min_uid):
+    """Rule 11 (on users rule 6 accepts as well formed)."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import users_well_formed
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._users import cluster_user_problems
+    if users is None or not users_well_formed(list(users)):
+        return []
+    return cluster_user_problems(host, "slurm_worker_users", list(users), min_uid, accounts, "slurm_worker_users_min_uid")
+
+
 def _shared_home(host, shared_home):
     """Rule 7."""
     from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import mount_path_problem
@@ -194,7 +217,7 @@ def _timeouts(host, timeouts):
 
 def slurm_worker_problems(host, mode, controllers, master_group="slurm_master", check_controller=True,
                           controller_result=None, munge_key=True, munge_hosts=None, gpus=None, users=None,
-                          shared_home=None, container=None, packages=None, timeouts=None):
+                          shared_home=None, container=None, packages=None, timeouts=None, accounts=None, min_uid=None):
     """Filter entry point: see DOCUMENTATION."""
     problems = []
     if mode not in MODES:
@@ -223,6 +246,7 @@ def slurm_worker_problems(host, mode, controllers, master_group="slurm_master", 
     slurm_uid = (container or {}).get("slurm_worker_container_slurm_uid", SLURM_UID) if mode == "container" else SLURM_UID
     problems += _gpus(host, gpus)
     problems += _users(host, users, slurm_uid)
+    problems += _user_accounts(host, users, accounts, min_uid)
     problems += _shared_home(host, shared_home)
     problems += _container(host, mode, container)
     problems += _packages(host, packages)

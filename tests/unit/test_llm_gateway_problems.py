@@ -307,3 +307,30 @@ def test_a_web_ui_without_users_fails_before_the_gateway_changes():
                                "empty"), found
     assert "Fix: list the cluster's users in hpclab_cluster_users" in found[0], found
     assert "llm_serving_fastchat_enabled: false" in found[0], found
+
+
+# Issue 54, rule 29: the gateway's users are judged as the Slurm roles judge them.
+def test_issue54_users_pass_on_a_real_node(fixture_text):
+    accounts = {"passwd": fixture_text("debian", "getent-passwd-base.txt"), "group": fixture_text("debian", "getent-group-base.txt")}
+    assert check(accounts=accounts, min_uid=1000) == []
+
+
+@pytest.mark.parametrize(
+    "user,words",
+    [
+        ({"name": "nginx", "uid": 2050, "gid": 2050}, "nginx is the LLM gateway's web server's"),
+        ({"name": "llm", "uid": 2050, "gid": 2050}, "llm is the model servers'"),
+        ({"name": "carol", "uid": 100, "gid": 2050}, "carol's uid 100 is below 1000"),
+    ],
+)
+def test_issue54_one_problem_naming_host_user_and_fix(fixture_text, user, words):
+    accounts = {"passwd": fixture_text("debian", "getent-passwd-base.txt"), "group": fixture_text("debian", "getent-group-base.txt")}
+    problems = check(users=USERS + [user], accounts=accounts, min_uid="1000")
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("gpu1: llm_gateway_users (default hpclab_cluster_users): ")
+    assert words in problems[0] and "Fix:" in problems[0] and "llm_gateway_users_min_uid" in problems[0]
+
+
+def test_issue54_a_malformed_user_is_judged_by_the_shape_rules_only():
+    problems = check(users=USERS + [{"name": "root", "uid": "x", "gid": 0}])
+    assert not any("which the collection uses" in p for p in problems), problems

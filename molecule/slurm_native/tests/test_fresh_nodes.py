@@ -95,6 +95,9 @@ BAD_INPUTS = [
     pytest.param({"slurm_master_partitions": {"batch": ["fresh2"]}}, ["worker 'fresh3' is in no partition", "Fix:"], id="worker-in-no-partition"),
     pytest.param({"munge_generated_key_bytes": 8}, ["munge_generated_key_bytes is 8", "Fix:"], id="munge-key-too-short"),
     pytest.param({"slurm_worker_mode": "bogus"}, ["slurm_worker_mode 'bogus' on fresh2", "Fix:"], id="worker-mode"),
+    # Issue 54: no munge account on a fresh node yet (the munge role makes it later in the run), refused by its name.
+    pytest.param({"hpclab_cluster_users": [{"name": "munge", "uid": 2050, "gid": 2050}]},
+                 ["slurm_worker_users (default hpclab_cluster_users): munge is MUNGE's daemon's", "Fix:"], id="user-named-munge"),
 ]
 
 

@@ -855,3 +855,39 @@ def test_rule_34_an_unknown_switch_is_refused(value):
         f"c1: slurm_master_cgroup is {value!r}. Fix: set auto (cgroup enforcement where every slurmd node allows it), "
         "true (required: the run fails where a node does not) or false."
     ]
+
+
+# Issue 54, rule 35: a cluster user never takes over a system account or one of the collection's services'.
+@pytest.fixture
+def base_accounts(fixture_text):
+    return {"passwd": fixture_text("debian", "getent-passwd-base.txt"), "group": fixture_text("debian", "getent-group-base.txt")}
+
+
+def test_issue54_the_users_pass_on_a_real_node(base_accounts):
+    assert check(accounts=base_accounts, min_uid=1000) == []
+
+
+@pytest.mark.parametrize(
+    "users,words",
+    [
+        pytest.param([{"name": "munge", "uid": 2050, "gid": 2050}], ["munge is MUNGE's daemon's"], id="service-account"),
+        pytest.param([{"name": "www-data", "uid": 2050, "gid": 2050}], ["www-data is a system account of this node (UID 33"],
+                     id="system-account"),
+        pytest.param([{"name": "alice", "uid": 999, "gid": 2001}], ["alice's uid 999 is below 1000"], id="low-uid"),
+    ],
+)
+def test_issue54_one_problem_naming_controller_user_and_fix(base_accounts, users, words):
+    problems = check(users=users, accounts=base_accounts, min_uid=1000)
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("c1: slurm_master_users (default hpclab_cluster_users): ")
+    assert all(w in problems[0] for w in words + ["Fix:", "slurm_master_users_min_uid"]), problems[0]
+
+
+def test_issue54_names_are_refused_without_the_read():
+    problems = check(users=[{"name": "slurm", "uid": 2050, "gid": 2050}])
+    assert len(problems) == 1 and "slurm is Slurm's daemons'" in problems[0]
+
+
+def test_issue54_a_bad_minimum_names_the_variable():
+    assert check(min_uid="many") == ["c1: slurm_master_users_min_uid 'many' is not a UID from 1 to 60000. Fix: leave it at "
+                                     "Debian's 1000, the first UID of an ordinary user, or set the node's UID_MIN."]

@@ -216,3 +216,28 @@ def test_issue18_an_unknown_container_setting_is_a_filter_error():
 def test_issue18_problems_come_after_the_old_rules():
     found = full(mode="bogus", gpus=3, timeouts={"slurm_worker_register_timeout": 0})
     assert [p.split(" ")[0] for p in found] == ["slurm_worker_mode", "n1:", "n1:"], found
+
+
+# Issue 54, rule 11: the worker judges its own node's accounts.
+@pytest.fixture
+def base_accounts(fixture_text):
+    return {"passwd": fixture_text("debian", "getent-passwd-base.txt"), "group": fixture_text("debian", "getent-group-base.txt")}
+
+
+def test_issue54_the_users_pass_on_a_real_node(base_accounts):
+    assert check(users=[{"name": "alice", "uid": 2001, "gid": 2001}], accounts=base_accounts, min_uid="1000") == []
+
+
+@pytest.mark.parametrize(
+    "name,words",
+    [("munge", "munge is MUNGE's daemon's"), ("messagebus", "messagebus is a system account of this node (UID 100"),
+     ("users", "users is a system group of this node (GID 100")],
+)
+def test_issue54_one_problem_naming_the_worker_user_and_fix(base_accounts, name, words):
+    problems = check("n2", users=[{"name": name, "uid": 2050, "gid": 2050}], accounts=base_accounts)
+    assert len(problems) == 1 and problems[0].startswith("n2: slurm_worker_users (default hpclab_cluster_users): ")
+    assert words in problems[0] and "Fix:" in problems[0] and "slurm_worker_users_min_uid" in problems[0]
+
+
+def test_issue54_no_users_no_account_rule(base_accounts):
+    assert check(users=None, accounts=base_accounts, min_uid=0) == []
