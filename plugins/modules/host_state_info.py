@@ -159,11 +159,13 @@ paths:
                            "mode": "0400", "checksum": "9f86d0..."}
 users:
   description:
-    - Each of O(users) with C(exists); when it exists also C(uid), C(gid) (of its primary group), C(home), C(shell)
-      and C(groups), the names of the groups that list it as a member, sorted (M(ansible.builtin.user)'s O(groups)).
+    - Each of O(users) with C(exists); when it exists also C(uid), C(gid) (of its primary group), C(home), C(shell),
+      C(comment) (the GECOS field) and C(groups), the names of the groups that list it as a member, sorted
+      (M(ansible.builtin.user)'s O(groups)).
   returned: always
   type: dict
-  sample: {"alice": {"exists": true, "uid": 2001, "gid": 2001, "home": "/gfsv/home/alice", "shell": "/bin/bash", "groups": []}}
+  sample: {"alice": {"exists": true, "uid": 2001, "gid": 2001, "home": "/gfsv/home/alice", "shell": "/bin/bash",
+                     "comment": "hpclab cluster user", "groups": []}}
 groups:
   description: Each of O(groups) with C(exists) and, when it exists, its C(gid).
   returned: always
@@ -318,7 +320,7 @@ def user_state(name: str, members: dict) -> dict:
     except KeyError:
         return {"exists": False}
     return {"exists": True, "uid": entry.pw_uid, "gid": entry.pw_gid, "home": entry.pw_dir, "shell": entry.pw_shell,
-            "groups": sorted(members.get(name, []))}
+            "comment": entry.pw_gecos, "groups": sorted(members.get(name, []))}
 
 
 def group_members() -> dict:

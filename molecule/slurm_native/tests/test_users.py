@@ -2,7 +2,10 @@
 
 A cluster user named like a system account (Debian's backup) or like one of the collection's own service accounts
 (munge: the lab's run rewrote munged's account on every node and munged failed at its next restart) fails the run
-before any change, in check mode too, naming the host, the user and the fix; munged restarts fine afterwards."""
+before any change, in check mode too, naming the host, the user and the fix; munged restarts fine afterwards. A user
+taken out of the list is locked on every node (no login shell, expired: cannot log in, cannot submit a job), keeps
+their files, and a run after that changes nothing; hpclab_users_remove: true deletes the account, never the home.
+Runs last in the scenario (it adds and removes a user of its own, bob)."""
 
 from __future__ import annotations
 
@@ -16,6 +19,8 @@ NODES = [CONTROLLER] + WORKERS
 testinfra_hosts = [CONTROLLER]
 SLURM_PLAYBOOK = "../../playbooks/slurm.yml"
 ALICE = {"name": USER, "uid": UID, "gid": GID}
+BOB = {"name": "bob", "uid": 2002, "gid": 2002}
+BOB_HOME = "/gfsv/home/bob"
 
 
 def munge_state() -> dict[str, str]:
@@ -64,3 +69,65 @@ def test_a_user_named_munge_fails_in_check_mode_too():
     assert run.rc != 0 and run.total_changed == 0, run
     assert "munge is a system account of this node" in run.output, run
 
+
+def as_bob(command: str, shell: str = "") -> str:
+    """COMMAND as bob through su, as a login would go (PAM's account check: an expired account is refused)."""
+    return f"su {'-s ' + shell + ' ' if shell else ''}bob -c \"cd {BOB_HOME} && {command}\""
+
+
+@pytest.fixture(scope="module")
+def bob_was_a_cluster_user():
+    """bob listed, his file written by a job; at the end his home goes (the scenario's other tests do not know him)."""
+    run = run_playbook(SLURM_PLAYBOOK, extra_vars={"hpclab_cluster_users": [ALICE, BOB]})
+    assert run.rc == 0, run
+    controller = get_host(CONTROLLER)
+    out = controller.run(as_bob(f"srun --nodes=1 --nodelist={WORKERS[0]} sh -c 'echo mine > {BOB_HOME}/kept.txt; hostname'"))
+    assert (out.rc, out.stdout.strip()) == (0, WORKERS[0]), out
+    yield
+    for n in NODES:
+        get_host(n).run("userdel bob; groupdel bob")
+    controller.run(f"rm -rf {BOB_HOME}")
+
+
+def test_a_listed_user_has_the_collections_mark(bob_was_a_cluster_user):
+    for n in NODES:
+        assert get_host(n).check_output("getent passwd bob") == f"bob:x:2002:2002:hpclab cluster user:{BOB_HOME}:/bin/bash", n
+
+
+def test_a_user_taken_out_of_the_list_is_locked_on_every_node_and_keeps_his_files(bob_was_a_cluster_user):
+    run = run_playbook(SLURM_PLAYBOOK)  # the inventory's list: alice only
+    assert run.rc == 0, run
+    for n in NODES:
+        host = get_host(n)
+        assert host.check_output("getent passwd bob") == f"bob:x:2002:2002:hpclab cluster user:{BOB_HOME}:/usr/sbin/nologin", n
+        password, expires = host.check_output("getent shadow bob").split(":")[1::6][:2]
+        assert password.startswith("!") and expires == "1", (n, password, expires)
+    kept = get_host(WORKERS[1]).file(f"{BOB_HOME}/kept.txt")
+    assert (kept.content_string, kept.uid, kept.gid) == ("mine\n", 2002, 2002)
+    # Alice is untouched.
+    assert get_host(CONTROLLER).check_output("getent passwd alice").endswith(":/bin/bash")
+
+
+def test_a_locked_user_cannot_log_in_nor_submit_a_job(bob_was_a_cluster_user):
+    controller = get_host(CONTROLLER)
+    login = controller.run(as_bob("id -u"))
+    assert login.rc != 0 and "2002" not in login.stdout, login
+    # Even with a shell given by root: the account has expired.
+    job = controller.run(as_bob(f"srun --nodes=1 --nodelist={WORKERS[0]} hostname", shell="/bin/sh"))
+    assert job.rc != 0 and WORKERS[0] not in job.stdout and "expired" in job.stderr + job.stdout, job
+    batch = controller.run(as_bob("sbatch --wrap true", shell="/bin/sh"))
+    assert batch.rc != 0 and "Submitted" not in batch.stdout, batch
+
+
+def test_a_run_after_the_lock_changes_nothing(bob_was_a_cluster_user):
+    run = run_playbook(SLURM_PLAYBOOK)
+    assert run.rc == 0 and run.total_changed == 0, run
+
+
+def test_hpclab_users_remove_deletes_the_account_and_keeps_the_home(bob_was_a_cluster_user):
+    run = run_playbook(SLURM_PLAYBOOK, extra_vars={"hpclab_users_remove": True})
+    assert run.rc == 0, run
+    for n in NODES:
+        assert get_host(n).run("getent passwd bob").rc == 2, n
+    kept = get_host(CONTROLLER).file(f"{BOB_HOME}/kept.txt")
+    assert (kept.content_string, kept.uid) == ("mine\n", 2002)

@@ -34,6 +34,7 @@ DEFERRED = (
     "ansible_collections.hpclab.cluster.plugins.plugin_utils._names",
     "ansible_collections.hpclab.cluster.plugins.plugin_utils._hostlist",
     "ansible_collections.hpclab.cluster.plugins.module_utils._munge",
+    "ansible_collections.hpclab.cluster.plugins.plugin_utils._users",
 )
 
 
@@ -71,7 +72,10 @@ def test_the_filters_that_need_the_deferred_modules_still_work_from_a_fresh_work
         'lines = filter_loader.get_with_context("hpclab.cluster.slurm_hostlist_compress").object.j2_function(["n1", "n2", "n3"])\n'
         'assert lines == "n[1-3]", lines\n'
         'key = filter_loader.get_with_context("hpclab.cluster.munge_random_key").object.j2_function(1024)\n'
-        'assert len(key) > 1024, len(key)',
+        'assert len(key) > 1024, len(key)\n'
+        'gone = filter_loader.get_with_context("hpclab.cluster.cluster_users_removed").object.j2_function(\n'
+        '    "bob:x:2002:2002:hpclab cluster user:/gfsv/home/bob:/bin/bash", [])\n'
+        'assert gone == ["bob"], gone',
     )
     proc = subprocess.run([sys.executable, "-c", code, collections_root(), "hpclab.cluster.llm_gpu_plan"],
                           capture_output=True, text=True, timeout=120, check=False)

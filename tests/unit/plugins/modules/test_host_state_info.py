@@ -114,7 +114,8 @@ def test_users_and_groups_as_the_account_databases_give_them(capsys):
     supplementary = sorted(g.gr_name for g in grp.getgrall() if "root" in g.gr_mem)
     result = run(capsys, users=["root", "no-such-user-here"], groups=["root", "no-such-group-here"])
     assert result["users"] == {
-        "root": {"exists": True, "uid": 0, "gid": 0, "home": root.pw_dir, "shell": root.pw_shell, "groups": supplementary},
+        "root": {"exists": True, "uid": 0, "gid": 0, "home": root.pw_dir, "shell": root.pw_shell,
+                 "comment": root.pw_gecos, "groups": supplementary},
         "no-such-user-here": {"exists": False},
     }
     assert result["groups"] == {"root": {"exists": True, "gid": 0}, "no-such-group-here": {"exists": False}}

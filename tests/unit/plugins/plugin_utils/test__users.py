@@ -176,6 +176,13 @@ def test_a_read_that_is_not_getent_is_one_message():
     assert messages == [messages[0]] and "not a line of getent passwd: 'garbage'" in messages[0]
 
 
+def test_the_roles_mark_is_the_helpers(fixture_text):
+    import yaml
+    from pathlib import Path
+    vars_file = Path(_users.__file__).resolve().parents[2] / "roles" / "slurm_common" / "vars" / "main.yml"
+    assert yaml.safe_load(vars_file.read_text())["__slurm_common_user_comment"] == _users.MANAGED_COMMENT
+
+
 def test_without_a_minimum_only_the_names_are_judged(base):
     users = [user("alice", 5), user("www-data", 3000)]
     assert _users.cluster_user_problems("h", "v", users, None, base) == [
