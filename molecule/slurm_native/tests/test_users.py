@@ -4,7 +4,8 @@ A cluster user named like a system account (Debian's backup) or like one of the 
 (munge: the lab's run rewrote munged's account on every node and munged failed at its next restart) fails the run
 before any change, in check mode too, naming the host, the user and the fix; munged restarts fine afterwards. A user
 taken out of the list is locked on every node (no login shell, expired: cannot log in, cannot submit a job), keeps
-their files, and a run after that changes nothing; hpclab_users_remove: true deletes the account, never the home.
+their files, and a run after that changes nothing; listed again, they log in and run jobs again;
+hpclab_users_remove: true deletes the account, never the home.
 Runs last in the scenario (it adds and removes a user of its own, bob)."""
 
 from __future__ import annotations
@@ -122,6 +123,16 @@ def test_a_locked_user_cannot_log_in_nor_submit_a_job(bob_was_a_cluster_user):
 def test_a_run_after_the_lock_changes_nothing(bob_was_a_cluster_user):
     run = run_playbook(SLURM_PLAYBOOK)
     assert run.rc == 0 and run.total_changed == 0, run
+
+
+def test_a_user_listed_again_logs_in_and_runs_jobs_again(bob_was_a_cluster_user):
+    run = run_playbook(SLURM_PLAYBOOK, extra_vars={"hpclab_cluster_users": [ALICE, BOB]})
+    assert run.rc == 0, run
+    for n in NODES:
+        assert get_host(n).check_output("getent passwd bob").endswith(":/bin/bash"), n
+        assert get_host(n).check_output("getent shadow bob").split(":")[7] == "", n
+    out = get_host(CONTROLLER).run(as_bob(f"srun --nodes=1 --nodelist={WORKERS[1]} cat {BOB_HOME}/kept.txt"))
+    assert (out.rc, out.stdout) == (0, "mine\n"), out
 
 
 def test_hpclab_users_remove_deletes_the_account_and_keeps_the_home(bob_was_a_cluster_user):
