@@ -102,17 +102,24 @@ def chart_value_keys():
     return json.loads((FIXTURES / "csi-driver-nfs-4.13.4-values-keys.json").read_text(encoding="utf-8"))["keys"]
 
 
-# The real upstream files are not kept in this repository; these fixtures read them where a variable names them
-# (tests/unit/fixtures/k8s/README.md says where to get them) and skip the tests that need them otherwise.
+# The real upstream files are not kept in this repository; these fixtures read them where a variable names them, or
+# from the project's shared folder beside the checkout (../shared/upstream/, where CI finds it too)
+# (tests/unit/fixtures/k8s/README.md says where to get them), and skip the tests that need them otherwise.
 
 REAL_CRD = "HPCLAB_HELM_CONTROLLER_CRD"
 REAL_VALUES = "HPCLAB_CSI_DRIVER_NFS_VALUES"
+SHARED_UPSTREAM = Path(__file__).resolve().parents[3].parent / "shared" / "upstream"
+SHARED_FILES = {
+    REAL_CRD: SHARED_UPSTREAM / "helm-controller" / "helm.cattle.io_helmcharts.yaml",
+    REAL_VALUES: SHARED_UPSTREAM / "csi-driver-nfs" / "csi-driver-nfs-4.13.4.tgz",
+}
 
 
 def _upstream_file(variable, what):
-    path = os.environ.get(variable)
+    path = os.environ.get(variable) or (str(SHARED_FILES[variable]) if SHARED_FILES[variable].is_file() else "")
     if not path:
-        pytest.skip("%s is not set: no real %s to check against (tests/unit/fixtures/k8s/README.md)" % (variable, what))
+        pytest.skip("%s is not set and %s does not exist: no real %s to check against (tests/unit/fixtures/k8s/README.md)"
+                    % (variable, SHARED_FILES[variable], what))
     return Path(path)
 
 
