@@ -29,7 +29,13 @@ description:
     O(password_required); its value is never part of a message; (14) C(monitoring_web_password_file) is an
     absolute path; (15) every entry of C(monitoring_collectors) is a layer the collector script reads (C(slurm),
     C(gluster), C(munge), C(ganesha), C(nfs_exports), C(llm)); (16) C(monitoring_collector_timeout) is a whole number
-    of seconds of at least 1."
+    of seconds of at least 1; (17) C(monitoring_admin_email) is empty, an e-mail address (C(user@domain)) or a list of
+    them, and C(monitoring_mail_from) is one; (18) C(monitoring_mail_smarthost) is empty or has a C(host) (a name or
+    address) and a C(port) 1..65535, C(tls) one of C(starttls), C(tls), C(none), a boolean C(verify), and a
+    C(username) with a C(password) or neither (its value is never part of a message); (19) every entry of
+    C(monitoring_webhook_urls) is an http or https URL with a host (the URL, which may hold a token, is never part
+    of a message); (20) every receiver a route of C(monitoring_alertmanager_config) names (C(route.receiver) and
+    those of its nested C(routes)), as merged over the role's, is the name of one of its C(receivers)."
 options:
   _input:
     description: The role's variables by name (C(monitoring_*)), as the role passes them.
@@ -93,6 +99,7 @@ _value:
 import ipaddress
 import re
 from collections.abc import Mapping
+from urllib.parse import urlsplit
 
 from ansible.errors import AnsibleFilterError
 
@@ -116,6 +123,13 @@ BCRYPT_MAX = 72
 # The layers the collector script reads (roles/monitoring/files/hpclab_metrics.py COLLECTORS; a unit test keeps
 # the two the same): a name it does not know only fails as a collector, and the layer meant is never read.
 COLLECTOR_LAYERS = ("slurm", "gluster", "munge", "ganesha", "nfs_exports", "llm")
+# An address Alertmanager (Go's net/mail) and Postfix both take: a dot-atom local part, @, a host name (a dotless
+# one, such as localhost, is a local domain).
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+EMAIL = re.compile(r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@" + _LABEL + r"(?:\." + _LABEL + r")*\Z")
+HOSTNAME = re.compile(r"^" + _LABEL + r"(?:\." + _LABEL + r")*\Z")
+SMARTHOST_KEYS = ("host", "port", "tls", "verify", "username", "password")
+SMARTHOST_TLS = ("starttls", "tls", "none")
 
 
 def duration_seconds(value):
@@ -243,7 +257,124 @@ def monitoring_problems(
         elif own and address not in own and not address.is_loopback:
             problem(f"{variable} {value} is not an address of this host ({', '.join(sorted(map(str, own)))}). Fix: give its address on the cluster network.")
     _web_problems(settings, password_required, problem)
+    _mail_problems(settings, problem)
+    _webhook_problems(settings.get("monitoring_webhook_urls"), problem)
+    _route_problems(settings.get("monitoring_alertmanager_config"), problem)
     return problems
+
+
+def _mail_problems(settings, problem):
+    """Rules 17 and 18: who is mailed, by whom, and the smarthost Postfix relays through."""
+    emails = settings.get("monitoring_admin_email")
+    if emails is not None:
+        if isinstance(emails, str):
+            emails = [emails] if emails else []
+        if not isinstance(emails, (list, tuple)):
+            problem(f"monitoring_admin_email {emails!r} is not an address or a list of them. Fix: write e.g. 'hpc-admins@example.org' or a list.")
+        else:
+            for email in emails:
+                if not (isinstance(email, str) and EMAIL.match(email)):
+                    problem(
+                        f"monitoring_admin_email has {email!r}, which is not an e-mail address. Fix: write user@domain "
+                        "(one address per entry, e.g. 'hpc-admins@example.org'), or leave it empty for root's mailbox on the monitoring host."
+                    )
+    sender = settings.get("monitoring_mail_from")
+    if sender is not None and not (isinstance(sender, str) and EMAIL.match(sender)):
+        problem(f"monitoring_mail_from {sender!r} is not an e-mail address. Fix: write user@domain, e.g. 'hpclab-alertmanager@example.org'.")
+    smarthost = settings.get("monitoring_mail_smarthost")
+    if smarthost in (None, {}, ""):
+        return
+    if not isinstance(smarthost, Mapping):
+        problem(f"monitoring_mail_smarthost is not a dict. Fix: give {{host: smtp.example.org, port: 587}} (with tls, username, password), or {{}}.")
+        return
+    _smarthost_problems(smarthost, problem)
+
+
+def _smarthost_problems(smarthost, problem):
+    """Rule 18, for a smarthost that is set (its password never shown)."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import to_int
+    unknown = sorted(str(key) for key in smarthost if key not in SMARTHOST_KEYS)
+    if unknown:
+        problem(f"monitoring_mail_smarthost has unknown keys {', '.join(unknown)}. Fix: use only {', '.join(SMARTHOST_KEYS)}.")
+    host = smarthost.get("host")
+    address = None
+    if isinstance(host, str):
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            address = None
+    if not (isinstance(host, str) and (address is not None or HOSTNAME.match(host))):
+        problem(f"monitoring_mail_smarthost.host {host!r} is not a host name or address. Fix: give your mail server's name, e.g. 'smtp.example.org'.")
+    port = smarthost.get("port")
+    number = to_int(port)
+    if port in (None, ""):
+        problem(
+            "monitoring_mail_smarthost has no port. Fix: give the port your mail server takes mail on for relaying: "
+            "587 (STARTTLS, tls: starttls), 465 (tls: tls) or 25."
+        )
+    elif isinstance(port, bool) or number is None or not 1 <= number <= 65535 or str(port).strip() != str(number):
+        problem(f"monitoring_mail_smarthost.port {port!r} is not a port 1..65535. Fix: give e.g. 587.")
+    tls = smarthost.get("tls", "starttls")
+    if tls not in SMARTHOST_TLS:
+        problem(f"monitoring_mail_smarthost.tls {tls!r} is not one of {', '.join(SMARTHOST_TLS)}. Fix: 'starttls' for port 587, 'tls' for 465.")
+    if not isinstance(smarthost.get("verify", True), bool):
+        problem(f"monitoring_mail_smarthost.verify {smarthost.get('verify')!r} is not true or false. Fix: leave it out (true: check the server's certificate).")
+    username, password = smarthost.get("username") or "", smarthost.get("password") or ""
+    if bool(username) != bool(password):
+        given, missing = ("username", "password") if username else ("password", "username")
+        problem(f"monitoring_mail_smarthost has a {given} but no {missing}. Fix: give both (the password vaulted), or neither.")
+    if username and not (isinstance(username, str) and re.match(r"^[^\s:]+\Z", username)):
+        problem(f"monitoring_mail_smarthost.username {username!r} has a blank or a ':'. Fix: give the login as your mail server knows it.")
+    if password and not (isinstance(password, str) and re.match(r"^\S+\Z", password)):
+        problem("monitoring_mail_smarthost.password (value not shown) is not a string without blanks or line breaks. Fix: give the password (vaulted).")
+
+
+def _webhook_problems(urls, problem):
+    """Rule 19: webhooks as http(s) URLs; an URL is never shown (it may hold a token)."""
+    if urls is None:
+        return
+    if isinstance(urls, (str, bytes)) or not isinstance(urls, (list, tuple)):
+        problem("monitoring_webhook_urls is not a list of URLs (value not shown). Fix: give a list, e.g. ['https://chat.example.org/hooks/TOKEN'].")
+        return
+    for index, url in enumerate(urls):
+        try:
+            parts = urlsplit(url) if isinstance(url, str) else None
+            host = parts.hostname if parts else None
+        except ValueError:
+            parts, host = None, None
+        if parts is None or parts.scheme not in ("http", "https") or not host or any(c.isspace() for c in url):
+            scheme = f" (scheme {parts.scheme!r})" if parts is not None and parts.scheme else ""
+            problem(
+                f"monitoring_webhook_urls[{index}] (value not shown: it may hold a token) is not an http or https URL with a host{scheme}. "
+                "Fix: write the webhook's full URL, e.g. 'https://chat.example.org/hooks/TOKEN'."
+            )
+
+
+def _route_problems(config, problem):
+    """Rule 20: every receiver a route names exists (Alertmanager refuses the whole file otherwise)."""
+    if not isinstance(config, Mapping):
+        problem("monitoring_alertmanager_config is not a dict. Fix: give Alertmanager's route and receivers as a dict, or {}.")
+        return
+    receivers = config.get("receivers") or []
+    names = {r.get("name") for r in receivers if isinstance(r, Mapping)} if isinstance(receivers, (list, tuple)) else set()
+    known = ", ".join(sorted(str(n) for n in names if n is not None)) or "none"
+
+    def walk(route, where):
+        if not isinstance(route, Mapping):
+            problem(f"monitoring_alertmanager_config {where} is not a dict. Fix: write each route as a dict with a receiver.")
+            return
+        receiver = route.get("receiver")
+        if receiver is None and where == "route":
+            problem(f"monitoring_alertmanager_config route names no receiver. Fix: set route.receiver to one of the receivers ({known}).")
+        elif receiver is not None and receiver not in names:
+            problem(
+                f"monitoring_alertmanager_config {where} names the receiver {receiver!r}, which is not one of its receivers ({known}). "
+                f"Fix: add a receiver named {receiver!r} to receivers, or name one of those."
+            )
+        for index, child in enumerate(route.get("routes") or []):
+            walk(child, f"{where}.routes[{index}]")
+
+    walk(config.get("route"), "route")
 
 
 def _collector_problems(collectors, problem):

@@ -4,6 +4,7 @@ that would clash with another daemon of the collection, one rule at a time."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,10 @@ PROBLEMS = FilterModule().filters()["monitoring_problems"]
 # The role's own port table, so that the tests follow it.
 RESERVED = yaml.safe_load((ROOT / "roles/monitoring/vars/main.yml").read_text())["__monitoring_reserved_ports"]
 DEFAULTS = yaml.safe_load((ROOT / "roles/monitoring/defaults/main.yml").read_text())
+
+
+ALERTMANAGER = {"route": {"receiver": "default", "group_by": ["host"]}, "receivers": [{"name": "default", "email_configs": [{"to": "root@localhost"}]}]}
+SMARTHOST = {"host": "smtp.example.org", "port": 587, "tls": "starttls", "username": "hpclab", "password": "Zq7-smtp-secret"}
 
 
 def settings(**overrides):
@@ -40,6 +45,12 @@ def settings(**overrides):
         "monitoring_web_username": DEFAULTS["monitoring_web_username"],
         "monitoring_web_password": DEFAULTS["monitoring_web_password"],
         "monitoring_web_password_file": DEFAULTS["monitoring_web_password_file"],
+        "monitoring_admin_email": DEFAULTS["monitoring_admin_email"],
+        "monitoring_mail_from": "hpclab-alertmanager@mon1",
+        "monitoring_mail_smarthost": DEFAULTS["monitoring_mail_smarthost"],
+        "monitoring_webhook_urls": DEFAULTS["monitoring_webhook_urls"],
+        # As the role passes it: its own route and receiver, merged with the inventory's.
+        "monitoring_alertmanager_config": ALERTMANAGER,
     }
     return {**base, **overrides}
 
@@ -222,3 +233,98 @@ def test_bad_password_file(path):
     problems = check(settings(monitoring_web_password_file=path))
     assert len(problems) == 1
     assert problems[0].startswith(f"mon1: monitoring_web_password_file {path!r} ")
+
+
+# --- rules 17 to 20: who is told, and how ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        pytest.param({"monitoring_admin_email": "hpc-admins@example.org"}, id="one-address"),
+        pytest.param({"monitoring_admin_email": ["a@example.org", "b.c+hpc@dept.example.org", "root@localhost"]}, id="addresses"),
+        pytest.param({"monitoring_admin_email": ""}, id="no-address-string"),
+        pytest.param({"monitoring_mail_smarthost": SMARTHOST}, id="smarthost-login"),
+        pytest.param({"monitoring_mail_smarthost": {"host": "10.0.0.25", "port": "25", "tls": "none"}}, id="smarthost-plain"),
+        pytest.param({"monitoring_mail_smarthost": {"host": "smtp.example.org", "port": 465, "tls": "tls", "verify": False}}, id="smarthost-smtps"),
+        pytest.param({"monitoring_webhook_urls": ["https://chat.example.org/hooks/abc?token=x", "http://127.0.0.1:9199/hpclab"]}, id="webhooks"),
+        pytest.param({"monitoring_alertmanager_config": {
+            "route": {"receiver": "default", "routes": [{"receiver": "oncall", "routes": [{"receiver": "default"}]}, {"matchers": ["a=b"]}]},
+            "receivers": [{"name": "default"}, {"name": "oncall"}]}}, id="nested-routes"),
+    ],
+)
+def test_valid_notification_input_has_no_problem(overrides):
+    assert check(settings(**overrides)) == []
+
+
+@pytest.mark.parametrize(
+    "overrides,expected",
+    [
+        # rule 17
+        pytest.param({"monitoring_admin_email": "hpc-admins"}, "monitoring_admin_email has 'hpc-admins', which is not an e-mail address. Fix: write "
+                     "user@domain", id="email-no-domain"),
+        pytest.param({"monitoring_admin_email": ["a@example.org", "b@exa mple.org"]}, "monitoring_admin_email has 'b@exa mple.org'", id="email-blank"),
+        pytest.param({"monitoring_admin_email": "a@example.org, b@example.org"}, "monitoring_admin_email has 'a@example.org, b@example.org'",
+                     id="email-comma-list"),
+        pytest.param({"monitoring_admin_email": {"to": "a@example.org"}}, "monitoring_admin_email {'to': 'a@example.org'} is not an address or a list",
+                     id="email-dict"),
+        pytest.param({"monitoring_mail_from": "alertmanager"}, "monitoring_mail_from 'alertmanager' is not an e-mail address", id="from"),
+        # rule 18
+        pytest.param({"monitoring_mail_smarthost": {"host": "smtp.example.org"}}, "monitoring_mail_smarthost has no port. Fix: give the port",
+                     id="smarthost-no-port"),
+        pytest.param({"monitoring_mail_smarthost": {"host": "smtp.example.org", "port": 70000}}, "monitoring_mail_smarthost.port 70000 is not a port",
+                     id="smarthost-port-range"),
+        pytest.param({"monitoring_mail_smarthost": {"host": "smtp.example.org:587", "port": 587}}, "monitoring_mail_smarthost.host 'smtp.example.org:587'",
+                     id="smarthost-port-in-host"),
+        pytest.param({"monitoring_mail_smarthost": {"port": 587}}, "monitoring_mail_smarthost.host None", id="smarthost-no-host"),
+        pytest.param({"monitoring_mail_smarthost": {**SMARTHOST, "tls": "ssl"}}, "monitoring_mail_smarthost.tls 'ssl' is not one of starttls, tls, none",
+                     id="smarthost-tls"),
+        pytest.param({"monitoring_mail_smarthost": {**SMARTHOST, "password": ""}}, "monitoring_mail_smarthost has a username but no password",
+                     id="smarthost-no-password"),
+        pytest.param({"monitoring_mail_smarthost": {**SMARTHOST, "user": "x"}}, "monitoring_mail_smarthost has unknown keys user", id="smarthost-key"),
+        pytest.param({"monitoring_mail_smarthost": "smtp.example.org:587"}, "monitoring_mail_smarthost is not a dict", id="smarthost-string"),
+        # rule 19
+        pytest.param({"monitoring_webhook_urls": ["ftp://chat.example.org/hook"]}, "monitoring_webhook_urls[0] (value not shown: it may hold a token) "
+                     "is not an http or https URL with a host (scheme 'ftp')", id="webhook-ftp"),
+        pytest.param({"monitoring_webhook_urls": ["https://ok.example.org/x", "chat.example.org/hook"]}, "monitoring_webhook_urls[1]",
+                     id="webhook-no-scheme"),
+        pytest.param({"monitoring_webhook_urls": ["https:///hook"]}, "monitoring_webhook_urls[0]", id="webhook-no-host"),
+        pytest.param({"monitoring_webhook_urls": "https://chat.example.org/hook"}, "monitoring_webhook_urls is not a list", id="webhook-string"),
+        # rule 20
+        pytest.param({"monitoring_alertmanager_config": {**ALERTMANAGER, "route": {"receiver": "oncall"}}},
+                     "monitoring_alertmanager_config route names the receiver 'oncall', which is not one of its receivers (default). "
+                     "Fix: add a receiver named 'oncall'", id="route-unknown"),
+        pytest.param({"monitoring_alertmanager_config": {**ALERTMANAGER, "route": {"receiver": "default", "routes": [{"receiver": "pager"}]}}},
+                     "monitoring_alertmanager_config route.routes[0] names the receiver 'pager'", id="nested-route-unknown"),
+        pytest.param({"monitoring_alertmanager_config": {"route": {"receiver": "default"}, "receivers": [{"name": "team"}]}},
+                     "names the receiver 'default', which is not one of its receivers (team)", id="receivers-replaced"),
+        pytest.param({"monitoring_alertmanager_config": {**ALERTMANAGER, "route": {"group_by": ["host"]}}},
+                     "monitoring_alertmanager_config route names no receiver", id="route-no-receiver"),
+    ],
+)
+def test_each_notification_problem_names_host_variable_and_fix(overrides, expected):
+    found = check(settings(**overrides))
+    assert len(found) == 1, found
+    assert expected in found[0], found
+    assert found[0].startswith("mon1: ") and "Fix:" in found[0]
+
+
+def test_secrets_of_the_notifications_are_never_shown():
+    """The smarthost's password and a webhook's URL (its token) are named, never written into a message."""
+    token = "https://chat.example.org/hooks/Zq7-webhook-token"
+    found = check(settings(monitoring_mail_smarthost={**SMARTHOST, "username": "", "password": "Zq7 smtp secret"},
+                           monitoring_webhook_urls=["ftp" + token[5:]]))
+    assert len(found) == 3, found
+    text = " ".join(found)
+    assert "Zq7" not in text and "password (value not shown)" in text and "monitoring_webhook_urls[0] (value not shown" in text
+
+
+def test_role_default_receiver_and_route_agree():
+    """The role's own Alertmanager route names its own receiver, and its inhibition lists real alerts of the rules."""
+    role_vars = yaml.safe_load((ROOT / "roles/monitoring/vars/main.yml").read_text())
+    default = role_vars["__monitoring_alertmanager_default"]
+    assert default["route"]["receiver"] in [r["name"] for r in default["receivers"]]
+    rules = (ROOT / "roles/monitoring/templates/hpclab.rules.yml.j2").read_text()
+    alerts = set(re.findall(r"- alert: (\w+)", rules))
+    assert set(role_vars["__monitoring_node_layer_alerts"]) <= alerts
+    assert "TargetDown" in alerts and "TargetDown" not in role_vars["__monitoring_node_layer_alerts"]
