@@ -116,3 +116,102 @@ def assert_units_running(node: str, units) -> None:
     for unit in units:
         with journal_on_failure(host, unit.removesuffix(".timer")):
             assert host.service(unit).is_running and host.service(unit).is_enabled, unit
+
+
+# --- who is told: root's mailbox on the monitoring host (Postfix) and a webhook listener ------------------------
+
+# The role's Postfix delivers the alerts' mails here where monitoring_admin_email is empty (the Molecule scenarios).
+MAILBOX = "/var/mail/root"
+# Each mail of the mailbox as {subject, to, date, body} (the text/plain part, decoded), as JSON; [] without a mailbox.
+READ_MAILBOX = """
+import json, mailbox, sys
+out = []
+try:
+    for message in mailbox.mbox(sys.argv[1], create=False):
+        body = b""
+        for part in message.walk():
+            if part.get_content_type() == "text/plain":
+                body = part.get_payload(decode=True) or b""
+                break
+        out.append({"subject": " ".join(str(message.get("Subject", "")).split()), "to": str(message.get("To", "")),
+                    "date": str(message.get("Date", "")), "body": body.decode("utf-8", "replace")})
+except (FileNotFoundError, mailbox.NoSuchMailboxError):
+    pass
+print(json.dumps(out))
+"""
+
+
+def mails() -> list[dict]:
+    """The mails in root's mailbox on the monitoring host, oldest first."""
+    return json.loads(get_host(monitoring_server()).check_output(f"python3 -c {shlex.quote(READ_MAILBOX)} {MAILBOX}"))
+
+
+def mails_about(host: str, status: str, since: int = 0) -> list[dict]:
+    """Mails from the since-th on whose subject says STATUS (FIRING or RESOLVED) for HOST: '[FIRING:2] cn1: ...'."""
+    return [m for m in mails()[since:] if m["subject"].startswith(f"[{status}") and f"] {host}:" in m["subject"]]
+
+
+def follow_mail(name: str, status: str, host: str, since: int, start: float, timeout: float = 240) -> dict:
+    """Waits for the first mail from the since-th on that says STATUS for HOST; prints the seconds from START
+    (time.monotonic() of the fault or the repair) as NAME's time to the mail."""
+    found: list[dict] = []
+
+    def arrived():
+        found[:] = mails_about(host, status, since)
+        return bool(found)
+
+    wait_for(arrived, timeout - (time.monotonic() - start), f"a {status} mail about {host} in {MAILBOX} (subjects now: "
+             f"{[m['subject'] for m in mails()[since:]]})", interval=1.0)
+    took = round(time.monotonic() - start, 1)
+    print(f"{name}: {status} mail about {host} after {took} s: {found[0]['subject']}")
+    return found[0]
+
+
+def inhibited_alerts(host: str) -> list[str]:
+    """Names of the alerts about HOST that Alertmanager holds back (inhibited) while another fires."""
+    address = listen_address(default_file="/etc/default/prometheus-alertmanager")
+    url = f"http://{address}/api/v2/alerts?active=true&silenced=true&inhibited=true"
+    return sorted(a["labels"]["alertname"] for a in http_json(url)
+                  if a["labels"].get("host") == host and a["status"].get("inhibitedBy"))
+
+
+# A small HTTP listener on the monitoring host for the role's webhook receiver: each POST's path and JSON body, one line
+# each, in WEBHOOK_LOG. Started as a transient unit (systemd-run), stopped by stop_webhook_listener().
+WEBHOOK_UNIT = "hpclab-test-webhook"
+WEBHOOK_LOG = "/var/tmp/hpclab-webhook.jsonl"
+WEBHOOK_LISTENER = """
+import http.server, json, sys
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        with open(sys.argv[2], "a") as log:
+            log.write(json.dumps({"path": self.path, "body": json.loads(body)}) + "\\n")
+        self.send_response(200)
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
+"""
+
+
+def start_webhook_listener(port: int) -> None:
+    host = get_host(monitoring_server())
+    host.run(f"systemctl stop {WEBHOOK_UNIT}; systemctl reset-failed {WEBHOOK_UNIT}; rm -f {WEBHOOK_LOG}")
+    host.check_output(f"systemd-run --unit={WEBHOOK_UNIT} --collect python3 -c {shlex.quote(WEBHOOK_LISTENER)} {port} {WEBHOOK_LOG}")
+    wait_for(lambda: host.socket(f"tcp://127.0.0.1:{port}").is_listening, 30, f"the webhook listener on port {port}", interval=0.5)
+
+
+def stop_webhook_listener() -> None:
+    get_host(monitoring_server()).run(f"systemctl stop {WEBHOOK_UNIT}")
+
+
+def webhook_posts() -> list[dict]:
+    """[{path, body}] of every POST the listener received: body is Alertmanager's webhook JSON (status, alerts, ...)."""
+    text = get_host(monitoring_server()).run(f"cat {WEBHOOK_LOG}").stdout
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def webhook_alerts(status: str, alertname: str, host: str) -> list[dict]:
+    """The alerts of the posts whose alert ALERTNAME about HOST has STATUS (firing or resolved)."""
+    return [a for post in webhook_posts() for a in post["body"]["alerts"]
+            if a["status"] == status and a["labels"].get("alertname") == alertname and a["labels"].get("host") == host]
