@@ -285,7 +285,7 @@ def _mail_problems(settings, problem):
     if smarthost in (None, {}, ""):
         return
     if not isinstance(smarthost, Mapping):
-        problem(f"monitoring_mail_smarthost is not a dict. Fix: give {{host: smtp.example.org, port: 587}} (with tls, username, password), or {{}}.")
+        problem("monitoring_mail_smarthost is not a dict. Fix: give {host: smtp.example.org, port: 587} (with tls, username, password), or {}.")
         return
     _smarthost_problems(smarthost, problem)
 
