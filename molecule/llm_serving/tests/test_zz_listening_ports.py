@@ -2,7 +2,8 @@
 from the test machine (outside the node) for the ports on its cluster address and from the node itself for those on
 loopback (issue 21's security check). Printed as a table for the closing note. The gateway and the model servers
 answer 401, the web UIs only their login page, Slurm's daemons (MUNGE-authenticated) no HTTP at all, and the
-monitoring layer, which this one-node lab puts on llm1 too (Prometheus, Alertmanager, node_exporter), 401."""
+monitoring layer, which this one-node lab puts on llm1 too (Prometheus, Alertmanager, node_exporter), 401; its Postfix
+listens on loopback only."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ SLURM_DAEMONS = {6817, 6818}
 # The monitoring layer: Prometheus, Alertmanager, node_exporter, behind the monitoring role's basic auth (on a full
 # cluster Prometheus and Alertmanager run on the controller, node_exporter on every node).
 MONITORING = {9090, 9093, 9100}
+# The monitoring role's Postfix, which Alertmanager hands its mails to: SMTP on loopback only.
+MAIL = 25
 # Docker's embedded DNS resolver in each container of the lab (its network namespace, not the collection's).
 DOCKER_DNS = "127.0.0.11"
 GRADIO_CONFIG = re.compile(r"window\.gradio_config = (.*?);</script>", re.S)
@@ -80,6 +83,7 @@ def test_every_listening_port_answers_nothing_but_401_and_the_login_page():
     ports = listening()
     assert GATEWAY in ports and WEB_UIS <= set(ports) and MODEL_SERVERS <= set(ports) and MONITORING <= set(ports), ports
     assert all(ports[p] in ("127.0.0.1", "::1") for p in MODEL_SERVERS), ports
+    assert ports.get(MAIL, "127.0.0.1") in ("127.0.0.1", "::1"), ports
     assert not unexpected, rows
-    others = {p for p, a in ports.items() if a != DOCKER_DNS} - {GATEWAY} - WEB_UIS - MODEL_SERVERS - SLURM_DAEMONS - MONITORING
+    others = {p for p, a in ports.items() if a != DOCKER_DNS} - {GATEWAY, MAIL} - WEB_UIS - MODEL_SERVERS - SLURM_DAEMONS - MONITORING
     assert others == set(), rows
