@@ -209,74 +209,68 @@ def test_units(role):
 
 
 def _playbook_vars(name):
-    """The play's vars (its vars_files, then vars) and the role's (or include_role's) vars of playbooks/NAME."""
+    """The role's (or include_role's) vars that playbooks/NAME passes to the backup role."""
     play = yaml.safe_load((ROOT / "playbooks" / name).read_text())[0]
-    inner = play["roles"][0]["vars"] if "roles" in play else play["tasks"][0]["vars"]
-    play_vars = {}
-    for vars_file in play.get("vars_files", []):
-        play_vars.update(yaml.safe_load((ROOT / "playbooks" / vars_file).read_text()))
-    play_vars.update(play.get("vars", {}))
-    return play_vars, inner
+    if "roles" in play:
+        return play["roles"][0]["vars"]
+    (include,) = [t for t in play["tasks"] if t.get("ansible.builtin.include_role", {}).get("name") == "hpclab.cluster.backup"]
+    return include["vars"]
 
 
 def _wire(name, variable, host_vars):
-    play_vars, inner = _playbook_vars(name)
-    loader = DataLoader()
-    variables = {"inventory_hostname": "node1", "groups": {"slurm_master": ["node1"], "backup": ["node1"]}, **host_vars}
-    variables.update({k: trust_as_template(v) for k, v in play_vars.items()})
-    return Templar(loader=loader, variables=variables).template(trust_as_template(inner[variable]))
+    return Templar(loader=DataLoader(), variables=host_vars).template(trust_as_template(_playbook_vars(name)[variable]))
 
 
-RESULT = {"accounting": {"db_exec": ["docker", "exec", "-i", "node1-mariadb"], "db_name": "acct"},
-          "state_dir": "/srv/slurm/state"}
-
-
-@pytest.mark.parametrize("playbook", ["backup.yml", "restore.yml"])
-@pytest.mark.parametrize(
-    "host_vars, exec_prefix, databases",
-    [
-        ({}, ["docker", "exec", "-i", "node1-mariadb"], ["slurm_acct_db"]),
-        ({"hpclab_slurm_mode": "native"}, [], ["slurm_acct_db"]),
-        ({"hpclab_slurm_mode": "native", "slurm_master_accounting": False}, [], []),
-        ({"slurm_master_accounting_db_name": "acct2"}, ["docker", "exec", "-i", "node1-mariadb"], ["acct2"]),
-        ({"slurm_master_result": RESULT, "hpclab_slurm_mode": "native"}, ["docker", "exec", "-i", "node1-mariadb"], ["acct"]),
-        ({"slurm_master_result": {"accounting": {}}}, ["docker", "exec", "-i", "node1-mariadb"], []),
-        # a result without the proposed keys yet: as without a result
-        ({"slurm_master_result": {"mode": "native"}, "hpclab_slurm_mode": "native"}, [], ["slurm_acct_db"]),
-        ({"groups": {"slurm_master": ["ctrl"], "backup": ["node1"]}}, ["docker", "exec", "-i", "node1-mariadb"], []),
-    ],
-)
-def test_database_wiring(playbook, host_vars, exec_prefix, databases):
-    assert _wire(playbook, "backup_mariadb_databases", host_vars) == databases
-    if databases:
-        assert _wire(playbook, "backup_mariadb_exec", host_vars) == exec_prefix
+def _layout(mode, **host_vars):
+    """slurm_master_result as the slurm_master role's entry point `layout` publishes it for node1 (its defaults, the
+    inventory's host_vars, vars/main.yml and the mode's vars file)."""
+    master = ROOT / "roles" / "slurm_master"
+    render = RoleRender(master, {"hpclab_slurm_mode": mode, **host_vars},
+                        play={"inventory_hostname": "node1", "groups": {"slurm_master": ["node1"], "slurm_worker": []},
+                              "hostvars": {}})
+    render.role_vars = {**render.role_vars, **render.loader.load_from_file(str(master / "vars" / f"{mode}.yml"),
+                                                                            trusted_as_template=True)}
+    return render.evaluate("__slurm_master_layout")
 
 
 @pytest.mark.parametrize(
-    "host_vars, expected",
+    "mode, host_vars, exec_prefix, databases, state_dir, stop, start",
     [
-        ({}, "/var/lib/hpclab/slurm/slurmctld"),
-        ({"slurm_master_container_state_dir": "/srv/ctld"}, "/srv/ctld"),
-        ({"hpclab_slurm_mode": "native"}, "/var/spool/slurmctld"),
-        ({"slurm_master_result": RESULT}, "/srv/slurm/state"),
-        ({"groups": {"slurm_master": ["ctrl"], "backup": ["node1"]}}, ""),
+        ("container", {}, ["docker", "exec", "-i", "node1-mariadb"], ["slurm_acct_db"], "/var/lib/hpclab/slurm/slurmctld",
+         ["docker", "stop", "node1-slurmdbd"], ["docker", "start", "node1-slurmdbd"]),
+        ("container", {"slurm_master_accounting_db_name": "acct2", "slurm_master_container_state_dir": "/srv/ctld"},
+         ["docker", "exec", "-i", "node1-mariadb"], ["acct2"], "/srv/ctld",
+         ["docker", "stop", "node1-slurmdbd"], ["docker", "start", "node1-slurmdbd"]),
+        ("native", {}, [], ["slurm_acct_db"], "/var/spool/slurmctld",
+         ["systemctl", "stop", "slurmdbd"], ["systemctl", "start", "slurmdbd"]),
+        ("native", {"slurm_master_config": {"StateSaveLocation": "/srv/state"}}, [], ["slurm_acct_db"], "/srv/state",
+         ["systemctl", "stop", "slurmdbd"], ["systemctl", "start", "slurmdbd"]),
+        ("native", {"slurm_master_accounting": False}, [], [], "/var/spool/slurmctld", [], []),
     ],
 )
-def test_state_dir_wiring(host_vars, expected):
-    assert _wire("backup.yml", "backup_slurm_state_dir", host_vars) == expected
+def test_the_playbooks_take_the_controller_layout_from_slurm_master(mode, host_vars, exec_prefix, databases, state_dir,
+                                                                     stop, start):
+    """backup.yml and restore.yml pass what the slurm_master role's layout publishes: one source for the layout."""
+    result = {"slurm_master_result": _layout(mode, **host_vars)}
+    for playbook in ("backup.yml", "restore.yml"):
+        assert _wire(playbook, "backup_mariadb_databases", result) == databases
+        assert _wire(playbook, "backup_mariadb_exec", result) == exec_prefix
+    assert _wire("backup.yml", "backup_slurm_state_dir", result) == state_dir
+    assert _wire("restore.yml", "backup_restore_stop_command", result) == stop
+    assert _wire("restore.yml", "backup_restore_start_command", result) == start
 
 
-@pytest.mark.parametrize(
-    "host_vars, stop, start",
-    [
-        ({}, ["docker", "stop", "node1-slurmdbd"], ["docker", "start", "node1-slurmdbd"]),
-        ({"hpclab_slurm_mode": "native"}, ["systemctl", "stop", "slurmdbd"], ["systemctl", "start", "slurmdbd"]),
-        ({"groups": {"slurm_master": [], "backup": ["node1"]}}, [], []),
-    ],
-)
-def test_slurmdbd_wiring(host_vars, stop, start):
-    assert _wire("restore.yml", "backup_restore_stop_command", host_vars) == stop
-    assert _wire("restore.yml", "backup_restore_start_command", host_vars) == start
+def test_a_backup_host_that_is_not_the_controller_saves_no_slurm_state():
+    assert _wire("backup.yml", "backup_mariadb_databases", {}) == []
+    assert _wire("backup.yml", "backup_slurm_state_dir", {}) == ""
+    assert _wire("restore.yml", "backup_restore_stop_command", {}) == []
+
+
+def test_no_slurm_path_or_container_name_is_spelled_in_the_backup_and_monitoring_playbooks():
+    for name in ("backup.yml", "restore.yml", "monitoring.yml"):
+        text = (ROOT / "playbooks" / name).read_text()
+        for spelled in ("/var/spool/slurmctld", "-slurmdbd'", "-mariadb'", "/var/lib/hpclab/slurm", "hpclab_slurm_mode"):
+            assert spelled not in text, (name, spelled)
 
 
 @pytest.mark.parametrize(
