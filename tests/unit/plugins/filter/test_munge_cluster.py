@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
+from pathlib import Path
 
 import pytest
 
@@ -43,6 +45,11 @@ def stat(raw=None, owner="munge", group="munge", mode="0400"):
     if raw is None:
         return {"exists": False}
     return {"exists": True, "checksum": hashlib.sha256(raw).hexdigest(), "pw_name": owner, "gr_name": group, "mode": mode}
+
+
+# ansible.builtin.stat's real results, as roles/munge/tasks/preflight.yml reads the key (fixtures/munge/README.md).
+CAPTURED = json.loads((Path(__file__).parents[2] / "fixtures" / "munge" / "stat-munge-key.json").read_text())
+CAPTURED_SHA = "c3249e66296ea5a13c1b8e76f842bbb9a73cc1bff07857444147186faa9b5da2"  # sha256sum of that key file
 
 
 def problems(keys, **kwargs):
@@ -340,3 +347,39 @@ def test_packages_problem_comes_after_the_key_problems_and_names_no_host_without
     assert len(found) == 2, found
     assert found[0].startswith("munge_key is not valid base64")
     assert found[1].startswith("munge_packages lacks munge")
+
+
+# --- the filters on ansible.builtin.stat's real results (fixtures/munge) --------------------------------------------
+
+
+def test_captured_stat_has_the_fields_the_filters_read():
+    for name in ("package_key_0600", "cluster_key_0400"):
+        assert {"exists", "checksum", "pw_name", "gr_name", "mode"} <= set(CAPTURED[name]), name
+    assert CAPTURED["cluster_key_0400"]["checksum"] == CAPTURED_SHA
+    assert CAPTURED["no_key"] == {"exists": False}
+
+
+def test_captured_cluster_key_in_place_and_a_new_host():
+    keys = {"c1": CAPTURED["cluster_key_0400"], "n1": CAPTURED["cluster_key_0400"], "n2": CAPTURED["no_key"]}
+    assert problems(keys) == []
+    assert cluster_key(keys) == {"sha256": CAPTURED_SHA, "source": "c1", "write": ["n2"]}
+
+
+def test_captured_package_key_0600_is_written_again():
+    # The package's own key, mode 0600, counts as a key held: the cluster key is its own, the mode is fixed.
+    keys = {"c1": CAPTURED["package_key_0600"]}
+    assert problems(keys) == []
+    assert cluster_key(keys) == {"sha256": CAPTURED["package_key_0600"]["checksum"], "source": "c1", "write": ["c1"]}
+
+
+def test_captured_hosts_with_different_keys_are_refused():
+    keys = {"c1": CAPTURED["cluster_key_0400"], "n1": CAPTURED["package_key_0600"]}
+    found = problems(keys)
+    assert len(found) == 1 and "The hosts hold different MUNGE keys" in found[0], found
+    assert f"c1 (sha256 {CAPTURED_SHA[:12]})" in found[0]
+
+
+def test_captured_supplied_key_on_fresh_hosts():
+    keys = {h: CAPTURED["no_key"] for h in HOSTS}
+    assert problems(keys, key=B64_A) == []
+    assert cluster_key(keys, key=B64_A) == {"sha256": SHA_A, "source": "", "write": HOSTS}
