@@ -363,6 +363,42 @@ def test_rolling_restart_of_the_worker_containers_while_a_job_runs_loses_no_job(
     assert wait_for_idle_workers() == "idle"
 
 
+def test_a_slurmd_container_whose_settings_change_is_drained_and_its_job_finishes_before_it_is_recreated():
+    """A changed setting of the slurmd containers (here their spool directory on the host) recreates them one node at a
+    time, each drained first: the job running on the first worker finishes (COMPLETED, not requeued) before its
+    container is recreated, the second worker's container is recreated after the first's, and both are resumed."""
+    host = node(CONTROLLER)
+    job_id = host.check_output(as_user(
+        f"sbatch --parsable --job-name=drainjob --nodelist={WORKERS[0]} --ntasks=1 --output={HOME}/drainjob-%j.out "
+        "--wrap 'sleep 120'"
+    ))
+    for _attempt in range(60):
+        if ctl(f"squeue --noheader --jobs={job_id} --format=%T") == "RUNNING":
+            break
+        time.sleep(1)
+    before = container_ids()
+    moved = {"slurm_worker_container_spool_dir": "/var/lib/hpclab/slurm/slurmd-moved"}
+    run = run_playbook(SLURM_PLAYBOOK, extra_vars=moved)
+    assert run.rc == 0, run
+    fields = dict(token.split("=", 1) for token in ctl(f"scontrol show job -o {job_id}").split() if "=" in token)
+    assert (fields["JobState"], fields["ExitCode"], fields["Restarts"]) == ("COMPLETED", "0:0", "0"), fields
+    after = container_ids()
+    assert all(after[w][0] != before[w][0] for w in WORKERS), (before, after)  # both recreated
+    assert after[CONTROLLER] == before[CONTROLLER]
+    # Slurm's times are the containers' local time, UTC as Docker's.
+    assert after[WORKERS[0]][2][:19] >= fields["EndTime"], (fields["EndTime"], after[WORKERS[0]])
+    assert after[WORKERS[0]][2] < after[WORKERS[1]][2], after
+    drains = [part for part in run.output.split("TASK [")
+              if f"Drain the node and wait until its jobs have ended, on {WORKERS[0]}]" in part.split("*")[0]]
+    assert any(f"changed: [{WORKERS[0]} -> {CONTROLLER}]" in part for part in drains), drains
+    assert inspect(WORKERS[0])["HostConfig"]["Binds"].count("/var/lib/hpclab/slurm/slurmd-moved:/var/spool/slurmd") == 1
+    assert wait_for_idle_workers() == "idle"
+    # Back to the converged settings: the containers are recreated again, with no job to wait for.
+    run = run_playbook(SLURM_PLAYBOOK)
+    assert run.rc == 0, run
+    assert wait_for_idle_workers() == "idle"
+
+
 # Last in the scenario, so that nothing after it needs the converged settings back: two runs of the Slurm
 # playbook, the second building on the first (two runs fewer than two tests that each start from the converged
 # state and go back to it): a reloadable change, then a change of the node lines (with the reloadable one undone).
