@@ -44,6 +44,12 @@ options:
     type: list
     elements: dict
     required: true
+  gpus:
+    description:
+      - Each host's GPUs, host name to the dict described above; given, it replaces the per-host key C(gpus) (or
+        C(slurm_worker_gpus)), and a host it does not name has no GPU. The slurm_master role passes its
+        C(slurm_master_worker_gpus).
+    type: dict
   memory_fraction:
     description: Share of C(memtotal_mb) to declare, more than 0 and at most 1.
     type: float
@@ -146,7 +152,7 @@ def _gres(host, gpus):
     return f"gpu:{gpu_type}:{count}"
 
 
-def _hardware(facts, fraction, granularity):
+def _hardware(facts, fraction, granularity, gpus=None):
     """One host's facts -> (name, hardware tuple)."""
     if not isinstance(facts, Mapping):
         _fail(f"each host must be a dict of facts, got {facts!r}")
@@ -172,10 +178,14 @@ def _hardware(facts, fraction, granularity):
     real_memory -= real_memory % granularity
     if real_memory < 1:
         _fail(f"host {host!r}: RealMemory from memtotal_mb {memtotal} would be {real_memory}")
-    return host, (topology_cpus, sockets, cores, threads, real_memory, _gres(host, facts.get("gpus", facts.get("slurm_worker_gpus"))))
+    if gpus is not None:
+        host_gpus = gpus.get(host)
+    else:
+        host_gpus = facts.get("gpus", facts.get("slurm_worker_gpus"))
+    return host, (topology_cpus, sockets, cores, threads, real_memory, _gres(host, host_gpus))
 
 
-def slurm_node_lines(hosts, memory_fraction=0.95, memory_granularity_mb=1):
+def slurm_node_lines(hosts, memory_fraction=0.95, memory_granularity_mb=1, gpus=None):
     """Filter entry point: see DOCUMENTATION."""
     from ansible_collections.hpclab.cluster.plugins.plugin_utils._hostlist import HostlistError, compress_hostlist, natural_key
     if isinstance(hosts, (str, bytes, Mapping)) or not hasattr(hosts, "__iter__"):
@@ -183,12 +193,14 @@ def slurm_node_lines(hosts, memory_fraction=0.95, memory_granularity_mb=1):
     hosts = list(hosts)
     if not hosts:
         _fail("the list of hosts is empty")
+    if gpus is not None and not isinstance(gpus, Mapping):
+        _fail(f"gpus must be a dict of host to its GPUs, got {type(gpus).__name__}")
     fraction = _fraction(memory_fraction)
     granularity = _integer("", "memory_granularity_mb", memory_granularity_mb, 1)
     groups = {}
     seen = set()
     for facts in hosts:
-        host, hardware = _hardware(facts, fraction, granularity)
+        host, hardware = _hardware(facts, fraction, granularity, gpus)
         if host in seen:
             _fail(f"host {host!r} is listed twice")
         seen.add(host)

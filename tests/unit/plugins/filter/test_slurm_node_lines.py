@@ -170,3 +170,19 @@ def test_facts_not_injected_as_variables_are_read_from_ansible_facts():
     assert NODE_LINES([{"inventory_hostname": "n01", "ansible_facts": partial, "processor_count": 1}]) == NODE_LINES([host("n01")])
     with pytest.raises(AnsibleFilterError, match="host 'n01' has no ansible_processor_count"):
         NODE_LINES([{"inventory_hostname": "n01", "ansible_facts": partial}])
+
+
+def test_gpus_given_by_host_replace_each_host_s_own_key():
+    hosts = [{"name": n, "ansible_processor_count": 1, "ansible_processor_cores": 2,
+              "ansible_processor_threads_per_core": 1, "ansible_memtotal_mb": 1000,
+              "slurm_worker_gpus": {"count": 4}} for n in ("n1", "n2")]
+    lines = NODE_LINES(hosts, gpus={"n2": {"count": 1, "type": "a100"}})
+    assert [line.split()[0] for line in lines] == ["NodeName=n1", "NodeName=n2"], lines
+    assert "Gres" not in lines[0] and "Gres=gpu:a100:1" in lines[1], lines
+
+
+def test_gpus_that_are_not_a_dict_are_refused():
+    hosts = [{"name": "n1", "ansible_processor_count": 1, "ansible_processor_cores": 2,
+              "ansible_processor_threads_per_core": 1, "ansible_memtotal_mb": 1000}]
+    with pytest.raises(AnsibleFilterError, match="gpus must be a dict"):
+        NODE_LINES(hosts, gpus=["n1"])
