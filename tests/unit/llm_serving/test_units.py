@@ -15,7 +15,6 @@ import pytest
 
 from ansible_collections.hpclab.cluster.plugins.filter.llm_gpu_plan import FilterModule as PlanFilters
 from ansible_collections.hpclab.cluster.plugins.filter.llm_vllm_argv import FilterModule as ArgvFilters
-from ansible_collections.hpclab.cluster.plugins.modules.host_state_info import glob_files
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "llm"
 GPUS = [{"index": 0, "memory_total": "81559 MiB"}]
@@ -406,14 +405,19 @@ def test_preflight_reads_what_is_on_the_host(role):
     from ansible.template import trust_as_template
 
     host_vars = {"llm_serving_engine": "llama_cpp", "llm_serving_models": [{"name": "t", "port": 8101, "gguf_path": "/srv/t.gguf"}]}
-    # The paths the read is asked for, and what it answers (host_state_info's attribute_paths, as stat: no link followed).
+    # The paths the stat loop is asked for, and what it answers (no link followed).
     assert role.templar(host_vars=host_vars).template(trust_as_template("{{ __llm_serving_local_paths }}")) == ["/srv/t.gguf"]
-    read = {"paths": {"/srv/t.gguf": {"exists": False}}}
-    assert "gguf_path /srv/t.gguf is missing on the host" in preflight_problems(role, host_vars, __llm_serving_local_read=read)[0]
-    read["paths"]["/srv/t.gguf"] = {"exists": True, "isreg": False, "isdir": False, "islnk": True}
-    assert "gguf_path /srv/t.gguf is not a file on the host" in preflight_problems(role, host_vars, __llm_serving_local_read=read)[0]
-    read["paths"]["/srv/t.gguf"] = {"exists": True, "isreg": True, "isdir": False, "islnk": False}
-    assert preflight_problems(role, host_vars, __llm_serving_local_read=read) == []
+
+    def read(stat):
+        return {"results": [{"item": "/srv/t.gguf", "stat": stat, "changed": False}]}
+
+    found = preflight_problems(role, host_vars, __llm_serving_local_read=read({"exists": False}))
+    assert "gguf_path /srv/t.gguf is missing on the host" in found[0]
+    found = preflight_problems(role, host_vars, __llm_serving_local_read=read(
+        {"exists": True, "isreg": False, "isdir": False, "islnk": True}))
+    assert "gguf_path /srv/t.gguf is not a file on the host" in found[0]
+    assert preflight_problems(role, host_vars, __llm_serving_local_read=read(
+        {"exists": True, "isreg": True, "isdir": False, "islnk": False})) == []
 
 
 def test_preflight_passes_the_reserved_ports(role):
@@ -454,15 +458,14 @@ def test_defaults_match_argument_specs(role):
 
 
 def test_stale_units_are_the_read_units_no_served_model_has(role, tmp_path):
-    """configure.yml stops and removes what install.yml's read (host_state_info globs, here on a real directory)
-    found of llm-*.service that no served model has; a served model's unit stays, whatever the order."""
+    """configure.yml stops and removes what its find (here: the files of a real directory that match its pattern, in
+    the directory's order) found of llm-*.service that no served model has; a served model's unit stays."""
     for unit in ["llm-zz-old.service", f"llm-{NAMES[-1]}.service", f"llm-{NAMES[0]}.service", "llm-aa-old.service"]:
         (tmp_path / unit).write_text("[Unit]\n")
     (tmp_path / "fastchat-web.service").write_text("[Unit]\n")
-    found = glob_files(str(tmp_path / "llm-*.service"))
-    read = {"globs": {"/etc/systemd/system/llm-*.service": found}}
-    assert role.evaluate("__llm_serving_stale_units", host_vars=HOST_VARS, extra={"__llm_serving_state": read}) == [
+    read = {"files": [{"path": str(path)} for path in tmp_path.glob("llm-*.service")], "matched": 4}
+    assert role.evaluate("__llm_serving_stale_units", host_vars=HOST_VARS, extra={"__llm_serving_unit_files": read}) == [
         "llm-aa-old.service", "llm-zz-old.service"]
     # Nothing found (a fresh host): nothing to stop.
-    read = {"globs": {"/etc/systemd/system/llm-*.service": []}}
-    assert role.evaluate("__llm_serving_stale_units", host_vars=HOST_VARS, extra={"__llm_serving_state": read}) == []
+    read = {"files": [], "matched": 0}
+    assert role.evaluate("__llm_serving_stale_units", host_vars=HOST_VARS, extra={"__llm_serving_unit_files": read}) == []
