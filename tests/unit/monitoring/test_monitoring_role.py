@@ -1,10 +1,9 @@
 """The monitoring role's tasks and variables read offline (YAML, and Ansible's own Templar through role_render): who may
-read the files it writes, that each skip condition expects what the task writes, the directory the collectors write
+read the files it writes, that the modules that write them decide for themselves, the directory the collectors write
 into, and that the preflight sees every input it checks."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -14,8 +13,7 @@ from role_render import RoleRender
 
 ROOT = Path(__file__).resolve().parents[3]
 ROLE = ROOT / "roles" / "monitoring"
-WANT_FILE = yaml.safe_load((ROLE / "vars" / "main.yml").read_text())["__monitoring_want_file"]
-WRITERS = ("ansible.builtin.template", "ansible.builtin.copy")
+WRITERS = ("ansible.builtin.template", "ansible.builtin.copy", "ansible.builtin.file")
 
 
 def tasks(name):
@@ -29,8 +27,7 @@ def task(name, title):
 def _file_tasks():
     for path in sorted((ROLE / "tasks").glob("*.yml")):
         for entry in yaml.safe_load(path.read_text(encoding="utf-8")) or []:
-            # Only a task skipped by the read of the file it writes (a task without such a condition decides itself).
-            if any(module in entry for module in WRITERS) and "__monitoring_state.paths" in str(entry.get("when", "")):
+            if any(module in entry for module in WRITERS):
                 yield pytest.param(entry, id=f"{path.name}:{entry['name']}")
 
 
@@ -41,15 +38,12 @@ def role():
 
 
 @pytest.mark.parametrize("entry", list(_file_tasks()))
-def test_skip_condition_expects_the_owner_group_and_mode_the_task_writes(entry):
-    """A task skipped on a file 'as the role makes it' must compare with what it makes: else it runs every time
-    (not idempotent), or never fixes a file left with the wrong group or mode."""
-    args = next(entry[module] for module in WRITERS if module in entry)
-    condition = " ".join(str(c) for c in (entry["when"] if isinstance(entry["when"], list) else [entry["when"]]))
-    expected = dict(WANT_FILE)
-    for key, value in re.findall(r"'(pw_name|gr_name|mode)': '([^']*)'", condition):
-        expected[key] = value
-    assert (args["owner"], args["group"], args["mode"]) == (expected["pw_name"], expected["gr_name"], expected["mode"])
+def test_file_tasks_decide_for_themselves(entry):
+    """A task that writes a file runs on every run and compares the file itself: no read of the host, no rendering of
+    the template only to compare its checksum, decides whether it runs (at most a package not installed yet in check
+    mode, or an input that makes the file unwanted)."""
+    condition = str(entry.get("when", ""))
+    assert "__monitoring_state" not in condition and "lookup(" not in condition and "hash(" not in condition, condition
 
 
 def test_alertmanager_configuration_is_for_root_and_alertmanager_only():
@@ -65,18 +59,12 @@ def test_alertmanager_config_option_is_no_log():
     assert specs["main"]["options"]["monitoring_alertmanager_config"]["no_log"] is True
 
 
-def test_textfile_directory_is_made_for_a_custom_value(role):
+def test_textfile_directory_is_made_for_a_custom_value():
     entry = task("exporter_configure.yml", "exporter_configure | Directory of the collectors' files")
     assert entry["ansible.builtin.file"] == {"path": "{{ monitoring_textfile_dir }}", "state": "directory", "owner": "root", "group": "root",
                                              "mode": "0755"}
-    host_vars = {"monitoring_textfile_dir": "/srv/hpclab-textfile"}
-    assert "/srv/hpclab-textfile" in role.evaluate("__monitoring_exporter_paths", host_vars=host_vars)
-    want_dir = role.evaluate("__monitoring_want_dir")
-    condition = entry["when"]
-    missing = {"paths": {"/srv/hpclab-textfile": {"exists": False}}}
-    assert role.evaluate(condition, host_vars=host_vars, extra={"__monitoring_state": missing}) is True
-    converged = {"paths": {"/srv/hpclab-textfile": dict(want_dir)}}
-    assert role.evaluate(condition, host_vars=host_vars, extra={"__monitoring_state": converged}) is False
+    # No condition: the module makes a custom directory as it makes the default one.
+    assert "when" not in entry
 
 
 @pytest.mark.parametrize(
