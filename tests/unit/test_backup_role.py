@@ -228,8 +228,8 @@ def _layout(mode, **host_vars):
     render = RoleRender(master, {"hpclab_slurm_mode": mode, **host_vars},
                         play={"inventory_hostname": "node1", "groups": {"slurm_master": ["node1"], "slurm_worker": []},
                               "hostvars": {}})
-    render.role_vars = {**render.role_vars, **render.loader.load_from_file(str(master / "vars" / f"{mode}.yml"),
-                                                                            trusted_as_template=True)}
+    mode_vars = render.loader.load_from_file(str(master / "vars" / f"{mode}.yml"), trusted_as_template=True)
+    render.role_vars = {**render.role_vars, **mode_vars}
     return render.evaluate("__slurm_master_layout")
 
 
@@ -248,8 +248,8 @@ def _layout(mode, **host_vars):
         ("native", {"slurm_master_accounting": False}, [], [], "/var/spool/slurmctld", [], []),
     ],
 )
-def test_the_playbooks_take_the_controller_layout_from_slurm_master(mode, host_vars, exec_prefix, databases, state_dir,
-                                                                     stop, start):
+def test_the_playbooks_take_the_controller_layout_from_slurm_master(
+        mode, host_vars, exec_prefix, databases, state_dir, stop, start):
     """backup.yml and restore.yml pass what the slurm_master role's layout publishes: one source for the layout."""
     result = {"slurm_master_result": _layout(mode, **host_vars)}
     for playbook in ("backup.yml", "restore.yml"):

@@ -154,7 +154,8 @@ def test_a_slurm_container_off_its_network_is_put_back_by_the_next_run_and_its_n
         run = run_playbook(SLURM_PLAYBOOK)  # puts the container back, also for the tests after this one
     assert run.rc == 0, run
     assert f"changed: [{worker}]" in run.output.split("container | The container of slurmd]", 1)[1].split("TASK [", 1)[0], run
-    assert f"changed: [{worker}]" in run.output.split(f"Have slurmd register again, its container back on the network, on {worker}]", 1)[1].split("TASK [", 1)[0], run
+    sighup = f"Have slurmd register again, its container back on the network, on {worker}]"
+    assert f"changed: [{worker}]" in run.output.split(sighup, 1)[1].split("TASK [", 1)[0], run
     # Back at its address, the same container still running (its jobs would run on), and its node in service.
     assert network_and_containers()[worker] == before
     assert controller.check_output(node).startswith("idle ")

@@ -231,8 +231,12 @@ def test_rolling_restart_stops_at_the_first_failure_and_leaves_the_rest_in_servi
 def test_rolling_restart_refuses_a_node_drained_for_another_reason():
     controller().check_output(f"scontrol update NodeName={W2} State=DRAIN 'Reason=bad disk'")
     before = slurmd_pids()
-    run = run_playbook(ROLLING, "--limit", W2)
+    run = run_playbook(ROLLING, extra_vars={"slurm_rolling_workers": W2})
     assert run.rc != 0 and "bad disk" in run.output and "Fix:" in run.output, run
+    # Limited to the worker alone, the run lacks the controller's layout: refused before any change, saying how.
+    limited = run_playbook(ROLLING, "--limit", W2)
+    assert limited.rc != 0 and "does not include the Slurm controller" in limited.output, limited
+    assert f"-e slurm_rolling_workers={W2}" in limited.output, limited
     assert slurmd_pids() == before
     assert show(W2)["Reason"].startswith("bad disk")
 
