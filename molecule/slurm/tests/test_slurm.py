@@ -391,7 +391,8 @@ def test_a_slurmd_container_whose_settings_change_is_drained_and_its_job_finishe
     drains = [part for part in run.output.split("TASK [")
               if f"Drain the node and wait until its jobs have ended, on {WORKERS[0]}]" in part.split("*")[0]]
     assert any(f"changed: [{WORKERS[0]} -> {CONTROLLER}]" in part for part in drains), drains
-    assert inspect(WORKERS[0])["HostConfig"]["Binds"].count("/var/lib/hpclab/slurm/slurmd-moved:/var/spool/slurmd") == 1
+    binds = inspect(WORKERS[0])["HostConfig"]["Binds"]
+    assert "/var/lib/hpclab/slurm/slurmd-moved:/var/spool/slurmd:rw" in binds, binds
     assert wait_for_idle_workers() == "idle"
     # Back to the converged settings: the containers are recreated again, with no job to wait for.
     run = run_playbook(SLURM_PLAYBOOK)
