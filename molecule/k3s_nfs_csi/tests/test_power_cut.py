@@ -1,4 +1,5 @@
-"""The storage layer after a building-wide power cut, and an export that NFS-Ganesha dropped while it ran on.
+"""The storage layer after a building-wide power cut, an export that NFS-Ganesha dropped while it ran on, and a
+volume mount whose client process died (the timer mounts it again and it keeps answering; a run repairs it too).
 
 Every node of the scenario is stopped at once (docker stop -t 0: no shutdown) and started again, first all together,
 then in reverse order with the NFS server and first volfile server last, 30 s after the others; no Ansible runs in
@@ -95,6 +96,45 @@ def test_an_export_that_ganesha_dropped_is_served_again_by_the_next_run():
     assert run.recap[NFS_SERVER]["changed"] == 1 and run.total_changed == 1, run
     assert f"changed: [{NFS_SERVER}]" in run.output.split("Restart NFS-Ganesha where it does not serve every export]", 1)[1].split("TASK [", 1)[0], run
     assert nfs_reads(3, name).strip() == nfs_reads(4, name).strip() == "dropped"
+    again = run_playbook()
+    assert again.rc == 0 and again.total_changed == 0, again
+
+
+def kill_the_volume_client(node: str) -> str:
+    """Kill the node's FUSE client of the volume: /gfsv stays in the mount table and answers "Transport endpoint is
+    not connected", as a mount does whose client died. Returns a file written before, to read again."""
+    name = f"client-{uuid.uuid4().hex[:8]}"
+    get_host(NFS_SERVER).check_output(f"echo {name} > /gfsv/{name}")
+    get_host(node).check_output("pkill -9 -f -- '--process-name [f]use'")
+    time.sleep(1)
+    assert "not connected" in mounted_with(node, name)
+    return name
+
+
+def test_a_mount_whose_client_died_is_mounted_again_by_itself_and_keeps_answering():
+    node = GLUSTER[-1]
+    name = kill_the_volume_client(node)
+    started = time.monotonic()
+    while mounted_with(node, name).strip() != name:
+        assert time.monotonic() - started < 60, mounted_with(node, name)
+        time.sleep(1)
+    print(f"{node}: the volume answers again {time.monotonic() - started:.1f} s after its client was killed")
+    # The client the timer's service started must outlive that service (a oneshot service's leftover processes are
+    # killed when it ends).
+    time.sleep(25)
+    assert mounted_with(node, name).strip() == name
+    assert get_host(node).run("systemctl is-failed hpclab-glusterfs-remount.service").stdout.strip() != "failed"
+
+
+def test_a_run_mounts_again_a_volume_whose_client_died():
+    node = GLUSTER[-1]
+    get_host(node).check_output("systemctl stop hpclab-glusterfs-remount.timer")
+    name = kill_the_volume_client(node)
+    run = run_playbook()
+    assert run.rc == 0, run
+    assert f"changed: [{node}]" in run.output.split("Unmount the volume where its client has died]", 1)[1].split("TASK [", 1)[0], run
+    assert mounted_with(node, name).strip() == name
+    assert get_host(node).service("hpclab-glusterfs-remount.timer").is_running
     again = run_playbook()
     assert again.rc == 0 and again.total_changed == 0, again
 
