@@ -266,3 +266,31 @@ def test_bad_input_fails_before_any_change(host, bad_input_runs, extra_vars, mes
     assert run.total_changed == 0, run
     assert "molecule-backup-not-secret" not in run.output
     assert host.file(SCRIPT).sha256sum == before
+
+
+def snapshots() -> int:
+    return len(json.loads(restic("snapshots", "--json")))
+
+
+def test_a_path_whose_volume_is_not_mounted_is_refused_and_no_snapshot_made(host):
+    """A backup path under a mount point of /etc/fstab that is not mounted, while the path exists on the filesystem below
+    (as Docker leaves /gfsv/home when it starts a container before the volume is mounted): the backup refuses, and
+    makes no (empty) snapshot; mounted, it saves. A tmpfs in fstab stands for the shared volume."""
+    volume, data = "/srv/hpclab-test-volume", "/srv/hpclab-test-volume/data"
+    host.check_output(f"mkdir -p {data} && echo 'tmpfs {volume} tmpfs noauto,mode=0700 0 0' >> /etc/fstab")
+    try:
+        run = run_playbook(BACKUP_PLAYBOOK, extra_vars={"backup_extra_paths": [data]})
+        assert run.rc == 0, run
+        before = snapshots()
+        refused = host.run("systemctl start hpclab-backup.service")
+        assert refused.rc != 0
+        journal = host.check_output("journalctl -u hpclab-backup.service -n 20 --no-pager")
+        assert f"{data} is not on its mount {volume} (it is on /; not mounted?): no snapshot made" in journal, journal
+        assert snapshots() == before
+        host.check_output(f"mount {volume} && mkdir {data} && echo on-the-volume > {data}/file")
+        assert host.run("systemctl start hpclab-backup.service").rc == 0
+        assert snapshots() == before + 1
+    finally:
+        host.run(f"umount {volume}; sed -i '\\#^tmpfs {volume} #d' /etc/fstab; rm -rf {volume}")
+        run = run_playbook(BACKUP_PLAYBOOK)
+        assert run.rc == 0, run
