@@ -33,7 +33,9 @@ description:
   - "llama.cpp models: (18) exactly one of C(gguf_src), C(gguf_path), C(gguf_url); C(gguf_path) a canonical
     absolute path, C(gguf_url) an http, https, ftp or file URL, C(gguf_checksum) C(ALGORITHM:HEX) and only
     with C(gguf_url); (19) C(n_ctx) is a positive integer not above C(max_position_embeddings); (20) a
-    C(gguf_path) is a file, and a vLLM C(model) path a directory, on the host (O(host_paths))."
+    C(gguf_path) is a file, and a vLLM C(model) path a directory, on the host (O(host_paths)); a C(gguf_src) is a
+    file on the controller (O(controller_files)); a C(gguf_url) has a C(gguf_checksum), and answers from the host
+    where its file is not there yet (O(url_errors))."
   - "GPUs: (21) O(gpus) is what the planner reads (an index and a memory total each, no index twice);
     (22) vLLM models run only where there are GPUs (O(gpus) or O(detected_gpus)); (23) the vLLM models fit
     the GPUs (P(hpclab.cluster.llm_gpu_plan#filter)), explicit C(gpu_memory_utilization) values included (with the
@@ -239,6 +241,16 @@ options:
     description:
       - What is at each local path the models name (C(gguf_path), a vLLM C(model) starting with C(/)), as
         M(ansible.builtin.stat) returns it (C(exists), C(isreg), C(isdir)). V(null) skips rule 20.
+    type: dict
+  controller_files:
+    description:
+      - Each C(gguf_src) to whether the copy would find it as a file on the controller (a relative name in the role's
+        or the playbook's C(files)). V(null) skips that part of rule 20.
+    type: dict
+  url_errors:
+    description:
+      - Each C(gguf_url) asked from the host to why it did not answer, V("") where it did. A URL not listed (its file
+        already there) is not judged. V(null) skips that part of rule 20.
     type: dict
 """
 
@@ -537,7 +549,7 @@ def llm_serving_problems(models, host, engine="vllm", bind_address="127.0.0.1", 
                          fastchat_port=7860, fastchat_multi_port=7861, fastchat_bind_address="127.0.0.1",
                          fastchat_anony_only=None, reserved_ports=None, host_paths=None, fastchat_bind_wildcard=False,
                          host_addresses=None, fastchat_logins=None, fastchat_api_base="", fastchat_api_key="",
-                         fastchat_logins_pending=False):
+                         fastchat_logins_pending=False, controller_files=None, url_errors=None):
     """Filter entry point: see DOCUMENTATION. cuda_context_gib and nccl_gib default to the planner's defaults."""
     from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import USER_NAME, USER_NAME_MAX, port_problem, seconds_problem, to_int
     from ansible_collections.hpclab.cluster.plugins.plugin_utils._gpu_plan import (
@@ -670,6 +682,16 @@ def llm_serving_problems(models, host, engine="vllm", bind_address="127.0.0.1", 
                     problem(f"{where}: gguf_path {path} is {'not a file' if found.get('exists') else 'missing'} on the "
                             "host; llama.cpp would exit at its start. Fix: put the GGUF file there first, or use gguf_src "
                             "(a file on the controller) or gguf_url.")
+            src = model.get("gguf_src")
+            if len(problems) == start and isinstance(src, str) and controller_files is not None and not controller_files.get(src):
+                problem(f"{where}: gguf_src {src} is not a file on the Ansible controller; its copy would fail after the "
+                        "run had changed other models. Fix: give the GGUF file's path on the controller (absolute, or "
+                        "relative to the playbook's files/), or use gguf_path or gguf_url.")
+            url = model.get("gguf_url")
+            if len(problems) == start and isinstance(url, str) and url_errors and url_errors.get(url):
+                problem(f"{where}: gguf_url {url} does not answer from this host ({url_errors[url]}); its download would "
+                        "fail after the run had changed other models. Fix: correct the URL, or let the host reach it "
+                        "(proxy, firewall), or copy the file there and use gguf_path.")
         if isinstance(name, str):
             served.append(name)
 
@@ -887,6 +909,9 @@ def _llamacpp_problems(model, where, max_pos, problem):
         if parts is None or parts.scheme not in URL_SCHEMES or not (parts.netloc or parts.path) or any(c.isspace() for c in url):
             problem(f"{where}: gguf_url {url!r} is not an {', '.join(URL_SCHEMES)} URL. Fix: give the GGUF file's URL, "
                     "e.g. https://huggingface.co/OWNER/REPO/resolve/main/FILE.gguf.")
+    if "gguf_url" in model and "gguf_checksum" not in model:
+        problem(f"{where}: gguf_url has no gguf_checksum; whatever the URL serves would be loaded. Fix: add "
+                "gguf_checksum: sha256:<the file's 64 hex digits> (Hugging Face shows it on the file's page).")
     if "gguf_checksum" in model:
         algorithm, _colon, digest = str(model["gguf_checksum"]).partition(":")
         if "gguf_url" not in model:

@@ -282,6 +282,14 @@ BAD_INPUT = [
                  f"{NODE}: llm_serving_models[0] (tiny-a): extra_args sets --port", id="extra-args-port"),
     pytest.param({"llm_serving_models": [{"name": "tiny-a", "port": 8101, "gguf_path": "/srv/none.gguf"}]},
                  f"{NODE}: llm_serving_models[0] (tiny-a): gguf_path /srv/none.gguf is missing on the host", id="gguf-path-missing"),
+    # tiny-b left out: before, the run removed its server, then failed at the copy (issue 56).
+    pytest.param({"llm_serving_models": [{"name": "tiny-a", "port": 8101, "gguf_src": "/nonexistent/model.gguf", "n_ctx": 512}]},
+                 f"{NODE}: llm_serving_models[0] (tiny-a): gguf_src /nonexistent/model.gguf is not a file on the Ansible "
+                 "controller", id="gguf-src-missing"),
+    pytest.param({"llm_serving_models": [{"name": "tiny-c", "port": 8103, "gguf_url": "http://127.0.0.1:9/tiny-c.gguf",
+                                          "gguf_checksum": "sha256:" + "0" * 64, "n_ctx": 512}]},
+                 f"{NODE}: llm_serving_models[0] (tiny-c): gguf_url http://127.0.0.1:9/tiny-c.gguf does not answer from this "
+                 "host", id="gguf-url-unreachable"),
     pytest.param({"llm_serving_bind_address": "127.0.0.300"},
                  f"{NODE}: llm_serving_bind_address '127.0.0.300' is not an IP address", id="bind-address-typo"),
     pytest.param({"llm_serving_client_address": "10.0.0.5"},
