@@ -3,14 +3,15 @@ nodes themselves): every node stopped at once and started again, once all togeth
 the NFS server and the first volume file server) 30 s after the others, and no Ansible run. Each layer must serve
 again within power_cut.BOUND s of the last start: the volume mounted on every node (slurmd3 is a client without a
 brick) with a file written before, MUNGE, every worker idle, a job in each partition reading the file from the user's
-home, the NFS export over v3 and v4, and Prometheus' targets where the monitoring is installed. Then a run of the
-converge changes nothing. The measured times are printed (pytest -rA shows them in the log)."""
+home, the NFS export over v3 and v4, and Prometheus' targets where the monitoring is installed. The measured times are
+printed (pytest -rA shows them in the log). That a run of the converge then changes nothing is proven by
+test_slurm_native.py (the next file), whose test_a_run_that_changes_nothing_restarts_nothing runs it."""
 
 from __future__ import annotations
 
 import shlex
 
-from helpers import inventory_hosts, run_playbook
+from helpers import inventory_hosts
 from power_cut import SlurmCluster
 from slurm_checks import HOME, USER
 
@@ -32,7 +33,3 @@ def test_after_a_power_cut_every_layer_comes_back_by_itself_the_controller_last(
     back = CLUSTER.power_cut(together=False)
     print(f"power cut, the controller started 30 s after the others: back after {back} s")
 
-
-def test_after_the_power_cuts_a_run_changes_nothing():
-    run = run_playbook()
-    assert run.rc == 0 and run.total_changed == 0, run
