@@ -32,4 +32,3 @@ def test_after_a_power_cut_every_layer_comes_back_by_itself_all_nodes_at_once():
 def test_after_a_power_cut_every_layer_comes_back_by_itself_the_controller_last():
     back = CLUSTER.power_cut(together=False)
     print(f"power cut, the controller started 30 s after the others: back after {back} s")
-
