@@ -29,6 +29,8 @@ description:
     account or group of this node (O(accounts), its ID below O(min_uid)), nor a UID or GID below O(min_uid), nor a UID
     another account of this node has: C(ansible.builtin.user) would rewrite that account (the collection's
     C(plugin_utils/_users.py), shared with P(hpclab.cluster.slurm_cluster_problems#filter))."
+  - "Rule added for issue 53, applied with O(shared_home_mount): (12) it is empty, or a canonical absolute path other
+    than C(/) that holds O(shared_home) (native slurmd waits for that mount point after a boot)."
 options:
   _input:
     description: The worker's inventory name.
@@ -72,6 +74,9 @@ options:
     elements: dict
   shared_home:
     description: C(slurm_worker_shared_home); null skips rule 7.
+    type: str
+  shared_home_mount:
+    description: C(slurm_worker_shared_home_mount); null skips rule 12.
     type: str
   accounts:
     description:
@@ -181,6 +186,22 @@ def _shared_home(host, shared_home):
     ]
 
 
+def _shared_home_mount(host, mount, shared_home):
+    """Rule 12."""
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import mount_path_problem
+    if mount is None or mount == "":
+        return []
+    reason = mount_path_problem(mount)
+    if not reason and isinstance(shared_home, str) and not (shared_home == mount or shared_home.startswith(mount + "/")):
+        reason = f"does not hold slurm_worker_shared_home {shared_home!r}"
+    if not reason:
+        return []
+    return [
+        f"{host}: slurm_worker_shared_home_mount {mount!r} {reason}. Fix: set it to the mount point of the shared "
+        "volume that holds the homes (hpclab_shared_path, e.g. /gfsv), or \"\" where the homes are on no mount of their own."
+    ]
+
+
 def _container(host, mode, container):
     """Rule 8."""
     from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import container_problems
@@ -217,7 +238,8 @@ def _timeouts(host, timeouts):
 
 def slurm_worker_problems(host, mode, controllers, master_group="slurm_master", check_controller=True,
                           controller_result=None, munge_key=True, munge_hosts=None, gpus=None, users=None,
-                          shared_home=None, container=None, packages=None, timeouts=None, accounts=None, min_uid=None):
+                          shared_home=None, container=None, packages=None, timeouts=None, accounts=None, min_uid=None,
+                          shared_home_mount=None):
     """Filter entry point: see DOCUMENTATION."""
     problems = []
     if mode not in MODES:
@@ -248,6 +270,7 @@ def slurm_worker_problems(host, mode, controllers, master_group="slurm_master", 
     problems += _users(host, users, slurm_uid)
     problems += _user_accounts(host, users, accounts, min_uid)
     problems += _shared_home(host, shared_home)
+    problems += _shared_home_mount(host, shared_home_mount, shared_home)
     problems += _container(host, mode, container)
     problems += _packages(host, packages)
     problems += _timeouts(host, timeouts)

@@ -4,7 +4,9 @@ must serve again within power_cut.BOUND s of the last start: the volume mounted 
 before, MUNGE, every worker idle, a job in each partition reading the file from the user's home, and Prometheus'
 targets (installed by test_monitoring_container.py, which runs before this file). Before, Docker started the Slurm
 containers before the volume was mounted: they exited at once ("error while creating mount source path '/gfsv/home'")
-or ran with an empty home, or were not started at all, and nothing started them again. The measured times are printed
+or ran with an empty home, or were not started at all, and nothing started them again. Then nothing lies in the bare
+mount point /gfsv of any node (Docker created /gfsv/home there when the home was a volume, not a mount) and every
+slurmd container started after its node mounted the volume. The measured times are printed
 (pytest -rA shows them in the log). That a run of the converge then changes nothing is proven by test_slurm.py (the
 next file), whose test_a_run_that_changes_nothing_restarts_nothing runs it."""
 
@@ -22,6 +24,7 @@ testinfra_hosts = [CONTROLLER]
 CLUSTER = SlurmCluster(
     ctl=lambda command: f"docker exec {CONTROLLER} bash -c {shlex.quote(command)}",
     as_user=lambda command: f"docker exec -u {USER} -w {HOME} {CONTROLLER} bash -c {shlex.quote(command)}",
+    started=lambda node: f"date -d \"$(docker inspect -f '{{{{.State.StartedAt}}}}' {node})\" +%s",
 )
 
 

@@ -137,6 +137,9 @@ def test_the_role_defaults_have_no_problem(mode):
         pytest.param({"users": []}, id="no-users"),
         pytest.param({"users": None}, id="users-not-given"),
         pytest.param({"shared_home": None}, id="shared-home-not-given"),
+        pytest.param({"shared_home_mount": ""}, id="12-no-mount"),
+        pytest.param({"shared_home_mount": "/gfsv"}, id="12-the-volume"),
+        pytest.param({"shared_home_mount": "/gfsv/home"}, id="12-the-home-itself"),
         pytest.param({"container": None}, id="container-not-given"),
         pytest.param({"container": {**CONTAINER, "slurm_worker_container_spool_dir": "/srv/slurmd:x"}, "mode": "native"},
                      id="container-settings-unused-in-native-mode"),
@@ -172,6 +175,13 @@ def test_issue18_no_problem(kwargs):
         pytest.param({"shared_home": "gfsv/home"}, ["n1: slurm_worker_shared_home 'gfsv/home' is not an absolute path"],
                      id="7-relative"),
         pytest.param({"shared_home": "/gfsv/home,x"}, ["slurm_worker_shared_home '/gfsv/home,x'"], id="7-comma"),
+        # rule 12: the mount point native slurmd waits for
+        pytest.param({"shared_home_mount": "/gfs"}, ["n1: slurm_worker_shared_home_mount '/gfs' does not hold "
+                                                     "slurm_worker_shared_home '/gfsv/home'. Fix: set it to the mount point"],
+                     id="12-a-prefix-that-is-no-parent"),
+        pytest.param({"shared_home_mount": "/"}, ["slurm_worker_shared_home_mount '/' is '/'"], id="12-root"),
+        pytest.param({"shared_home_mount": "/gfsv/"}, ["slurm_worker_shared_home_mount '/gfsv/' is not canonical"], id="12-trailing"),
+        pytest.param({"shared_home_mount": "/srv/vol"}, ["does not hold slurm_worker_shared_home"], id="12-elsewhere"),
         # rule 8: container settings
         pytest.param({"container": {**CONTAINER, "slurm_worker_container_spool_dir": "/"}},
                      ["n1: slurm_worker_container_spool_dir '/' is '/'"], id="8-spool-root"),
