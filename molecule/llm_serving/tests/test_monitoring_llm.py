@@ -3,17 +3,19 @@ on llm1 (playbooks/monitoring.yml after llm.yml in the converge).
 
 Runs after test_llm_serving.py (file order), whose last test restarted tiny-b: the healthy checks wait until
 any alert of that has resolved. Then a real fault: tiny-a's server stopped, followed until LlmModelServerDown
-fires in Alertmanager's API (/api/v2/alerts), started again until the alert has resolved and the model
-answers; the measured times are printed (pytest -rA shows them in the log)."""
+fires in Alertmanager's API (/api/v2/alerts) and its mail is in root's mailbox on llm1 (the role's Postfix), started
+again until the alert has resolved, the resolved mail arrived and the model answers; the measured times are printed
+(pytest -rA shows them in the log)."""
 
 from __future__ import annotations
 
 import json
+import time
 
 from helpers import get_host, inventory_hosts, journal_on_failure
 from monitoring_checks import (
     NODE_UNITS, SERVER_UNITS, alerts, assert_units_running, converge_monitoring_twice, firing, follow_fault,
-    follow_repair, prometheus, query, value, wait_for,
+    follow_mail, follow_repair, mails, prometheus, query, value, wait_for,
 )
 
 SERVER = inventory_hosts("monitoring")[0]
@@ -87,16 +89,21 @@ def test_fault_model_server_stopped_fires_model_down_and_resolves():
     unit = f"llm-{name}"
     labels = {"model": name, "host": LLM_NODE, "port": str(port)}
     assert answers(node, name, port) and not firing("LlmModelServerDown")
+    since, start = len(mails()), time.monotonic()
     node.check_output(f"systemctl stop {unit}")
     try:
         follow_fault("model server stopped", "LlmModelServerDown", labels)
+        mail = follow_mail("model server stopped", "FIRING", LLM_NODE, since, start)
+        assert "LlmModelServerDown" in mail["subject"] and f"{LLM_NODE}: LLM model server {name}" in mail["body"], mail
         assert model_up(name) == 0.0
         assert model_up("tiny-b") == 1.0  # the other server goes on answering
         assert not firing("LlmModelServerDown", model="tiny-b")
     finally:
         # Its unit returns from start once the server answers (ExecStartPost waits for it).
         node.check_output(f"systemctl start {unit}")
+    repaired = time.monotonic()
     follow_repair("model server stopped", "LlmModelServerDown", labels)
+    follow_mail("model server stopped", "RESOLVED", LLM_NODE, since, repaired, timeout=300)
     wait_for(lambda: model_up(name) == 1.0, 60, f"hpclab_llm_model_up of {name} 1 again")
     with journal_on_failure(node, unit):
         assert node.service(unit).is_running
