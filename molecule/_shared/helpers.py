@@ -34,8 +34,9 @@ def inventory_hosts(group: str = "all") -> list[str]:
 
 
 def get_host(name: str):
-    """A testinfra host for another node of the scenario."""
-    return testinfra.get_host(f"ansible://{name}?ansible_inventory={INVENTORY}")
+    """A testinfra host for another node of the scenario: its container, with `docker exec` as root, whatever path the
+    scenario deploys over (slurm_native reaches its nodes over SSH as a sudo user)."""
+    return testinfra.get_host(f"docker://{name}")
 
 
 class PlaybookRun:

@@ -1,0 +1,96 @@
+"""hosts_ready: the table of playbooks/ready.yml, on what it really read over SSH (fixtures/ansible/hosts-ready-read.json:
+a ready host with a missing brick device, a host whose user has no sudo, an unreachable one) and a real lsblk."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+from ansible.errors import AnsibleFilterError
+from ansible_collections.hpclab.cluster.plugins.filter.hosts_ready import FilterModule, hosts_ready
+
+
+@pytest.fixture
+def read(fixture_text):
+    return json.loads(fixture_text("ansible", "hosts-ready-read.json"))
+
+
+@pytest.fixture
+def ready_host(read, fixture_text):
+    """rt1 as it was read, with its brick device present: the real lsblk answer for /dev/vda."""
+    host = copy.deepcopy(read["rt1"])
+    host["devices"][0].update(item={"device": "/dev/vda"}, rc=0, stdout=fixture_text("debian", "lsblk-json-vda.txt"), stderr="")
+    return host
+
+
+def test_registered():
+    assert FilterModule().filters() == {"hosts_ready": hosts_ready}
+
+
+def test_the_captured_read_gives_one_row_per_host_and_a_problem_each(read):
+    judged = hosts_ready(read)
+    assert judged["table"] == [
+        "host        reached  sudo  release       memory    brick devices             models",
+        "rt-gone     NO       -     -             -         -                         -",
+        "rt1         yes      yes   Debian 12.15  23.5 GiB  /dev/nonexistent MISSING  -",
+        "rt1-nosudo  yes      NO    Debian 12.15  ?         -                         -",
+    ]
+    assert judged["ready"] == []
+    assert len(judged["problems"]) == 3, judged["problems"]
+    gone, device, sudo = judged["problems"]
+    assert gone.startswith("rt-gone: Ansible could not reach it (Data could not be sent to remote host") and "Fix:" in gone
+    assert device.startswith("rt1: brick device /dev/nonexistent (glusterfs_brick_devices) is not a block device on it "
+                             "(lsblk: /dev/nonexistent: not a block device). Fix:"), device
+    assert sudo.startswith("rt1-nosudo: a command with sudo (become) failed: Missing sudo password. Fix:"), sudo
+
+
+def test_a_host_with_sudo_debian_12_and_its_brick_device_is_ready(ready_host):
+    judged = hosts_ready({"rt1": ready_host})
+    assert judged == {
+        "table": ["host  reached  sudo  release       memory    brick devices       models",
+                  "rt1   yes      yes   Debian 12.15  23.5 GiB  /dev/vda 256.0 GiB  -"],
+        "problems": [], "ready": ["rt1"]}
+
+
+def test_model_and_serial_tell_the_disk(ready_host):
+    block = json.loads(ready_host["devices"][0]["stdout"])
+    block["blockdevices"][0].update(model="SanDisk 3.2Gen1", serial="0101a2b3")
+    ready_host["devices"][0]["stdout"] = json.dumps(block)
+    assert "/dev/vda 256.0 GiB SanDisk 3.2Gen1 0101a2b3" in hosts_ready({"rt1": ready_host})["table"][1]
+
+
+@pytest.mark.parametrize("name,version", [("Debian", "11.9"), ("Debian", "13.2"), ("Ubuntu", "24.04")])
+def test_an_unsupported_release_is_a_problem(ready_host, name, version):
+    ready_host.update(distribution=name, distribution_version=version)
+    judged = hosts_ready({"rt1": ready_host})
+    assert judged["problems"] == [f"rt1: runs {name} {version}, which this collection does not support. Fix: install Debian 12 on it."]
+    assert f"{name} {version} (NO)" in judged["table"][1]
+
+
+def test_supported_releases_can_be_given(ready_host):
+    ready_host.update(distribution_version="13.2")
+    assert hosts_ready({"rt1": ready_host}, supported={"Debian": ["12", "13"]})["ready"] == ["rt1"]
+
+
+def test_a_sudo_that_runs_but_not_as_root_is_a_problem(ready_host):
+    ready_host["sudo"] = {**ready_host["sudo"], "stdout": "1000\n24683772", "stdout_lines": ["1000", "24683772"]}
+    assert hosts_ready({"rt1": ready_host})["problems"][0].startswith("rt1: a command with sudo (become) failed: it did not run as root.")
+
+
+@pytest.mark.parametrize("models,cell,problem", [
+    (None, "-", None),
+    ("", "yes", None),
+    ("llm1: llm_serving_models[0] (big) needs 80 GiB of GPU memory, GPU 0 has 24 GiB. Fix: ...", "NO",
+     "rt1: the LLM layer's checks failed: llm1: llm_serving_models[0] (big)"),
+])
+def test_the_llm_layers_checks_are_a_column(ready_host, models, cell, problem):
+    ready_host["models"] = models
+    judged = hosts_ready({"rt1": ready_host})
+    assert judged["table"][1].endswith(cell)
+    assert (judged["problems"][0].startswith(problem) if problem else judged["problems"] == [])
+
+
+def test_not_a_dict_is_a_filter_error():
+    with pytest.raises(AnsibleFilterError, match="expected a dict of hosts"):
+        hosts_ready(["rt1"])
