@@ -81,7 +81,7 @@ def _sudo(host, read):
 def _release(host, read, supported):
     """Rule 3."""
     name, version = str(read.get("distribution") or "?"), str(read.get("distribution_version") or "?")
-    major = version.split(".")[0]
+    major = version.split(".", maxsplit=1)[0]
     cell = f"{name} {version}"
     if major in [str(v) for v in supported.get(name, [])]:
         return cell, None

@@ -314,7 +314,7 @@ def test_a_flapping_node_sends_no_storm_of_mails():
     assert not firing_about(victim), alerts()
     since, start = len(mails()), time.monotonic()
     try:
-        for _ in range(FLAPS):
+        for _flap in range(FLAPS):
             subprocess.run(["docker", "stop", "-t", "0", victim], check=True, capture_output=True)
             time.sleep(FLAP_SECONDS)
             subprocess.run(["docker", "start", victim], check=True, capture_output=True)
