@@ -31,6 +31,10 @@ description:
     C(plugin_utils/_users.py), shared with P(hpclab.cluster.slurm_cluster_problems#filter))."
   - "Rule added for issue 53, applied with O(shared_home_mount): (12) it is empty, or a canonical absolute path other
     than C(/) that holds O(shared_home) (native slurmd waits for that mount point after a boot)."
+  - "Rule added for issue 56, applied in container mode: (13) where jobs call services on this host's own address
+    (O(host_services), e.g. the LLM gateway on the first llm host), its containers reach that address
+    (O(container_host_route): the docker_macvlan shim); a container on a macvlan network cannot reach its own host's
+    address otherwise (C(No route to host))."
 options:
   _input:
     description: The worker's inventory name.
@@ -78,6 +82,15 @@ options:
   shared_home_mount:
     description: C(slurm_worker_shared_home_mount); null skips rule 12.
     type: str
+  host_services:
+    description: C(slurm_worker_host_services), what jobs call on this host's own address (rule 13).
+    type: list
+    elements: str
+    default: []
+  container_host_route:
+    description: C(slurm_worker_container_host_route), whether this host's containers reach its own address (rule 13).
+    type: bool
+    default: false
   accounts:
     description:
       - This node's account databases as read before any change, C({passwd, group}), each the text of
@@ -202,6 +215,18 @@ def _shared_home_mount(host, mount, shared_home):
     ]
 
 
+def _host_route(host, mode, services, route):
+    """Rule 13."""
+    if mode != "container" or not services or route:
+        return []
+    return [
+        f"{host}: jobs in its slurmd container call {', '.join(services)} on {host}'s own address, which a container on "
+        "a macvlan network cannot reach (No route to host). Fix: give the host the macvlan shim, in "
+        f"host_vars/{host}.yml: docker_macvlan_host_shim: true and docker_macvlan_host_shim_ip: an unused address of "
+        "docker_macvlan_ip_range."
+    ]
+
+
 def _container(host, mode, container):
     """Rule 8."""
     from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import container_problems
@@ -239,7 +264,7 @@ def _timeouts(host, timeouts):
 def slurm_worker_problems(host, mode, controllers, master_group="slurm_master", check_controller=True,
                           controller_result=None, munge_key=True, munge_hosts=None, gpus=None, users=None,
                           shared_home=None, container=None, packages=None, timeouts=None, accounts=None, min_uid=None,
-                          shared_home_mount=None):
+                          shared_home_mount=None, host_services=None, container_host_route=False):
     """Filter entry point: see DOCUMENTATION."""
     problems = []
     if mode not in MODES:
@@ -271,6 +296,7 @@ def slurm_worker_problems(host, mode, controllers, master_group="slurm_master", 
     problems += _user_accounts(host, users, accounts, min_uid)
     problems += _shared_home(host, shared_home)
     problems += _shared_home_mount(host, shared_home_mount, shared_home)
+    problems += _host_route(host, mode, list(host_services or []), bool(container_host_route))
     problems += _container(host, mode, container)
     problems += _packages(host, packages)
     problems += _timeouts(host, timeouts)

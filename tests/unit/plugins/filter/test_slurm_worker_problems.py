@@ -251,3 +251,25 @@ def test_issue54_one_problem_naming_the_worker_user_and_fix(base_accounts, name,
 
 def test_issue54_no_users_no_account_rule(base_accounts):
     assert check(users=None, accounts=base_accounts, min_uid=0) == []
+
+
+# Issue 56, rule 13: jobs on the gateway's host reach its address only through the macvlan shim.
+GATEWAY = ["the LLM gateway (OPENAI_BASE_URL of each user's llm.env)"]
+
+
+@pytest.mark.parametrize("mode,services,route", [
+    ("container", GATEWAY, True),
+    ("container", [], False),
+    ("native", GATEWAY, False),
+])
+def test_13_no_problem(mode, services, route):
+    assert full(mode=mode, host_services=services, container_host_route=route) == []
+
+
+def test_13_a_container_host_without_the_shim_cannot_reach_its_own_gateway():
+    assert full(host="n1", host_services=GATEWAY, container_host_route=False) == [
+        "n1: jobs in its slurmd container call the LLM gateway (OPENAI_BASE_URL of each user's llm.env) on n1's own "
+        "address, which a container on a macvlan network cannot reach (No route to host). Fix: give the host the "
+        "macvlan shim, in host_vars/n1.yml: docker_macvlan_host_shim: true and docker_macvlan_host_shim_ip: an unused "
+        "address of docker_macvlan_ip_range."
+    ]
