@@ -451,3 +451,26 @@ def test_a_server_that_does_not_come_back_fails_the_run():
     asked = restored.output.split("Check that every model server started in this run serves its model", 1)
     assert len(asked) == 2 and "(item=tiny-b)" in asked[1], restored
     still_serving(node)
+
+
+# Issue 53: a run that changes nothing still asks every model server whether it answers, and restarts one that runs but
+# does not (here tiny-a's server stopped with SIGSTOP: its unit is active, its port accepts connections, nothing
+# answers). The other server is left alone, and the next run changes nothing.
+def test_a_server_that_runs_but_does_not_answer_is_restarted_by_a_run_that_changes_nothing():
+    node = get_host(NODE)
+    before = {unit: unit_state(node, unit) for unit in UNITS}
+    node.check_output(f"kill -STOP {before['llm-tiny-a'][0]}")
+    try:
+        run = run_playbook()
+    finally:
+        node.run(f"kill -CONT {before['llm-tiny-a'][0]}")
+    assert run.rc == 0, run
+    assert run.total_changed == 1, run
+    restarted = run.output.split("Restart the model servers that run but do not answer", 1)
+    assert len(restarted) == 2 and f"changed: [{NODE}] => (item=tiny-a)" in restarted[1].split("TASK [", 1)[0], run
+    after = {unit: unit_state(node, unit) for unit in UNITS}
+    assert after["llm-tiny-a"][0] != before["llm-tiny-a"][0]
+    assert {u: s for u, s in after.items() if u != "llm-tiny-a"} == {u: s for u, s in before.items() if u != "llm-tiny-a"}
+    still_serving(node)
+    again = run_playbook()
+    assert again.rc == 0 and again.total_changed == 0, again
