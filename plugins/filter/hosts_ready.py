@@ -37,7 +37,8 @@ options:
 EXAMPLES = r"""
 # {"pi1": {"reached": true, "sudo": {"rc": 0, "stdout": "0"}, "distribution": "Debian", "distribution_version": "12.5",
 #          "memory_kb": 3881000, "devices": [], "models": None}} | hpclab.cluster.hosts_ready
-# => {"table": ["host  reached  sudo  release    memory   brick devices  models", "pi1   yes      yes   Debian 12  3.7 GiB  -  -"],
+# => {"table": ["host  reached  sudo  release      memory   brick devices  models",
+#               "pi1   yes      yes   Debian 12.5  3.7 GiB  -              -"],
 #     "problems": [], "ready": ["pi1"]}
 """
 
