@@ -121,6 +121,15 @@ def controller_credential_argv(ttl):
     return ["munge", "-n", "-U", str(uid), "-G", str(gid), "-u", "0", "-t", str(ttl)]
 
 
+def on_the_root_filesystem(path):
+    """True when the directory that would hold path is on the root filesystem: a shared volume not mounted (after a
+    power cut, before its bricks answer) leaves its bare mount point there, and nothing may be written into it."""
+    try:
+        return os.stat(os.path.dirname(path) or ".").st_dev == os.stat("/").st_dev
+    except OSError:
+        return True
+
+
 def collect_munge(metrics, config):
     timeout = config["timeout"]
     active = is_active("munge", timeout) == "active"
@@ -129,8 +138,9 @@ def collect_munge(metrics, config):
     controller_ok = None
     path = config.get("munge_controller_credential") or ""
     if path:
-        if config.get("munge_credential_writer"):
-            # The controller encodes a credential for the others (to decode with the cluster key) each run.
+        # The controller encodes a credential for the others (to decode with the cluster key) each run, on the shared
+        # volume only: never into its bare mount point on the root filesystem, where the volume would hide it later.
+        if config.get("munge_credential_writer") and not on_the_root_filesystem(path):
             rc, credential, _err = run(controller_credential_argv(max(300, 10 * config["interval"])), timeout)
             if rc == 0:
                 # Root only: the file is on storage every node mounts, and the collectors that read it run as root.

@@ -69,6 +69,7 @@ def test_shared_credential_without_a_nobody_user_keeps_the_unprivileged_ids(monk
 def test_writer_encodes_the_restricted_credential_into_a_root_only_file(tmp_path, monkeypatch):
     fake = FakeMunge()
     monkeypatch.setattr(hpclab_metrics, "run", fake)
+    monkeypatch.setattr(hpclab_metrics, "on_the_root_filesystem", lambda path: False)  # tmp_path stands for the volume
     path = tmp_path / ".hpclab-munge-credential"
     path.write_text("old credential, once world-readable\n")
     path.chmod(0o644)
@@ -83,6 +84,29 @@ def test_writer_encodes_the_restricted_credential_into_a_root_only_file(tmp_path
     assert "-u 0" in path.read_text()
     assert metrics.value("hpclab_munge_credential_ok", source="controller") is True
     assert metrics.value("hpclab_munge_credential_ok", source="local") is True
+
+
+def test_writer_never_writes_into_the_bare_mount_point_of_a_volume_not_mounted(tmp_path, monkeypatch):
+    """After a power cut the collector ran on the controller before the volume was mounted and wrote its credential
+    into the bare /gfsv on the root filesystem (slurm_native's power-cut test): on the root filesystem, nothing is
+    written, and the controller's credential counts as not decoded (there is none to read)."""
+    fake = FakeMunge()
+    monkeypatch.setattr(hpclab_metrics, "run", fake)
+    monkeypatch.setattr(hpclab_metrics, "on_the_root_filesystem", lambda path: True)
+    path = tmp_path / ".hpclab-munge-credential"
+    metrics = hpclab_metrics._monitoring.Metrics()
+    hpclab_metrics.collect_munge(metrics, munge_config(path))
+    assert not [argv for argv in fake.calls if argv[0] == "munge" and "-t" in argv]
+    assert not path.exists()
+    assert metrics.value("hpclab_munge_credential_ok", source="controller") is False
+    assert metrics.value("hpclab_munge_credential_ok", source="local") is True
+
+
+def test_the_root_filesystem_is_told_from_another_mount():
+    assert hpclab_metrics.on_the_root_filesystem("/.hpclab-munge-credential")
+    assert hpclab_metrics.on_the_root_filesystem("/etc/.hpclab-munge-credential")
+    assert not hpclab_metrics.on_the_root_filesystem("/proc/.hpclab-munge-credential")  # proc: a filesystem of its own
+    assert hpclab_metrics.on_the_root_filesystem("/no/such/directory/file")  # unknown: written nowhere
 
 
 @pytest.mark.parametrize(
