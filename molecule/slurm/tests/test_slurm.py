@@ -235,6 +235,31 @@ def test_a_run_limited_by_tags_to_configure_and_service_changes_nothing():
     assert container_ids() == before
 
 
+def test_a_run_restarts_the_containers_whose_daemon_runs_but_does_not_answer():
+    """Issue 53: a run that changes nothing asks each daemon whether it answers. slurmctld and one slurmd are stopped
+    (SIGSTOP: running, not answering, their containers still up and, for a while, healthy): the service steps restart
+    those two containers and no other, the controller answers and both workers return idle; the next run changes
+    nothing."""
+    hung = WORKERS[0]
+    before = container_ids()
+    node(CONTROLLER).check_output("pkill --signal STOP --exact slurmctld")
+    node(hung).check_output("pkill --signal STOP --exact slurmd")
+    tags = ("--tags", "slurm_master_service,slurm_worker_service")
+    run = run_playbook(SLURM_PLAYBOOK, *tags)
+    assert run.rc == 0, run
+    assert {h: r["changed"] for h, r in run.recap.items() if r["changed"]} == {CONTROLLER: 1, hung: 1}, run
+    assert "Restart the slurmctld container whose slurmctld runs but does not answer" in run.output, run
+    assert "Restart the slurmd container whose slurmd runs but does not answer" in run.output, run
+    after = container_ids()
+    assert after[CONTROLLER][2] != before[CONTROLLER][2] and after[hung][2] != before[hung][2], (before, after)
+    assert {w: after[w] for w in WORKERS if w != hung} == {w: before[w] for w in WORKERS if w != hung}
+    assert "is UP" in ctl("scontrol ping")
+    assert wait_for_idle_workers() == "idle"
+    again = run_playbook(SLURM_PLAYBOOK, *tags)
+    assert again.rc == 0 and again.total_changed == 0, again
+    assert container_ids() == after
+
+
 def test_check_mode_changes_nothing():
     run = run_playbook(check=True)
     assert run.rc == 0, run

@@ -226,12 +226,15 @@ def test_a_run_limited_by_tags_to_the_configure_steps_writes_every_slurm_conf_an
     assert wait_for_idle_workers() == ALL_IDLE
 
 
+TAGS_SERVICE = ("--tags", "slurm_master_service,slurm_worker_service")
+
+
 def test_a_run_limited_by_tags_to_the_service_steps_starts_a_stopped_slurmd_and_nothing_else():
     """The service steps alone (no slurm.conf written in the run): it failed with 'slurm_common_result' is undefined."""
     stopped = WORKERS[-1]
     before = daemon_ids()
     get_host(stopped).check_output("systemctl stop slurmd")
-    run = run_playbook(SLURM_PLAYBOOK, "--tags", "slurm_master_service,slurm_worker_service")
+    run = run_playbook(SLURM_PLAYBOOK, *TAGS_SERVICE)
     assert run.rc == 0, run
     assert {h: r["changed"] for h, r in run.recap.items() if r["changed"]} == {stopped: 1}, run
     assert "Start slurmd at boot and now" in run.output, run
@@ -241,7 +244,31 @@ def test_a_run_limited_by_tags_to_the_service_steps_starts_a_stopped_slurmd_and_
         k: v for k, v in before.items() if not k.startswith(f"{stopped}/")
     }
     assert wait_for_idle_workers() == ALL_IDLE
-    again = run_playbook(SLURM_PLAYBOOK, "--tags", "slurm_master_service,slurm_worker_service")
+    again = run_playbook(SLURM_PLAYBOOK, *TAGS_SERVICE)
+    assert again.rc == 0 and again.total_changed == 0, again
+    assert daemon_ids() == after
+
+
+def test_a_run_restarts_the_slurmctld_and_the_slurmd_that_run_but_do_not_answer():
+    """Issue 53: a run that changes nothing asks each daemon whether it answers. slurmctld and one slurmd are stopped
+    (SIGSTOP: their units active, the daemons not answering): the service steps restart those two and no other, the
+    controller answers and every worker returns idle; the next run changes nothing."""
+    hung = WORKERS[0]
+    before = daemon_ids()
+    controller().check_output("pkill --signal STOP --exact slurmctld")
+    get_host(hung).check_output("pkill --signal STOP --exact slurmd")
+    run = run_playbook(SLURM_PLAYBOOK, *TAGS_SERVICE)
+    assert run.rc == 0, run
+    assert {h: r["changed"] for h, r in run.recap.items() if r["changed"]} == {CONTROLLER: 1, hung: 1}, run
+    assert "Restart slurmctld that runs but does not answer" in run.output, run
+    assert "Restart slurmd that runs but does not answer" in run.output, run
+    after = daemon_ids()
+    restarted = {f"{CONTROLLER}/slurmctld", f"{hung}/slurmd"}
+    assert all(after[unit] != before[unit] for unit in restarted), (before, after)
+    assert {k: v for k, v in after.items() if k not in restarted} == {k: v for k, v in before.items() if k not in restarted}
+    assert "is UP" in controller().check_output("scontrol ping")
+    assert wait_for_idle_workers() == ALL_IDLE
+    again = run_playbook(SLURM_PLAYBOOK, *TAGS_SERVICE)
     assert again.rc == 0 and again.total_changed == 0, again
     assert daemon_ids() == after
 
