@@ -22,6 +22,9 @@ SLURM_PLAYBOOK = "../../playbooks/slurm.yml"
 ALICE = {"name": USER, "uid": UID, "gid": GID}
 BOB = {"name": "bob", "uid": 2002, "gid": 2002}
 BOB_HOME = "/gfsv/home/bob"
+# An admin who changes only the user list may run the users steps alone: the checks still come first (tagged always).
+# The lock, and the run after it, go through the whole playbook.
+TAGS_USERS = ("--tags", "slurm_master_users,slurm_worker_users")
 
 
 def munge_state() -> dict[str, str]:
@@ -79,7 +82,7 @@ def as_bob(command: str, shell: str = "") -> str:
 @pytest.fixture(scope="module")
 def bob_was_a_cluster_user():
     """bob listed, his file written by a job; at the end his home goes (the scenario's other tests do not know him)."""
-    run = run_playbook(SLURM_PLAYBOOK, extra_vars={"hpclab_cluster_users": [ALICE, BOB]})
+    run = run_playbook(SLURM_PLAYBOOK, *TAGS_USERS, extra_vars={"hpclab_cluster_users": [ALICE, BOB]})
     assert run.rc == 0, run
     controller = get_host(CONTROLLER)
     out = controller.run(as_bob(f"srun --nodes=1 --nodelist={WORKERS[0]} sh -c 'echo mine > {BOB_HOME}/kept.txt; hostname'"))
@@ -126,7 +129,7 @@ def test_a_run_after_the_lock_changes_nothing(bob_was_a_cluster_user):
 
 
 def test_a_user_listed_again_logs_in_and_runs_jobs_again(bob_was_a_cluster_user):
-    run = run_playbook(SLURM_PLAYBOOK, extra_vars={"hpclab_cluster_users": [ALICE, BOB]})
+    run = run_playbook(SLURM_PLAYBOOK, *TAGS_USERS, extra_vars={"hpclab_cluster_users": [ALICE, BOB]})
     assert run.rc == 0, run
     for n in NODES:
         assert get_host(n).check_output("getent passwd bob").endswith(":/bin/bash"), n
@@ -136,7 +139,7 @@ def test_a_user_listed_again_logs_in_and_runs_jobs_again(bob_was_a_cluster_user)
 
 
 def test_hpclab_users_remove_deletes_the_account_and_keeps_the_home(bob_was_a_cluster_user):
-    run = run_playbook(SLURM_PLAYBOOK, extra_vars={"hpclab_users_remove": True})
+    run = run_playbook(SLURM_PLAYBOOK, *TAGS_USERS, extra_vars={"hpclab_users_remove": True})
     assert run.rc == 0, run
     for n in NODES:
         assert get_host(n).run("getent passwd bob").rc == 2, n
