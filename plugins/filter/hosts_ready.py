@@ -15,7 +15,11 @@ description:
     (2) a command ran with sudo (C(become)) as root; (3) it runs a supported Debian release (O(supported)); (4) every
     brick device the inventory names for it (C(glusterfs_brick_devices)) is a block device (its size, model and serial
     are shown, so that the disk can be told from another); (5) the LLM layer's checks of its planned models passed
-    (C(llm_serving)'s GPU plan and model sources, only on the llm group's hosts)."
+    (C(llm_serving)'s GPU plan and model sources, only on the llm group's hosts); (6) on the one container host that
+    probed the macvlan range (M(hpclab.cluster.lan_neighbors_info)), no address of C(docker_macvlan_ip_range) is
+    answered by a machine other than the cluster's hosts (their own addresses, shims included) and the containers
+    their engines hold on the network, nor the gateway: one would be handed to a Slurm container, and both would lose
+    packets."
   - Pure.
 options:
   _input:
@@ -25,7 +29,11 @@ options:
         str, memory_kb: int or null, devices: [{rc,
         stdout, stderr, item: {device}}] (the registered loop results of C(lsblk --json --bytes -o
         PATH,TYPE,SIZE,MODEL,SERIAL DEVICE), one per brick device),
-        models: null (no llm host) or the LLM layer's problem message, \"\" when its checks passed})."
+        models: null (no llm host) or the LLM layer's problem message, \"\" when its checks passed,
+        lan: null, or on a container host the text of C(ip -j -4 addr show), a newline, then that of
+        C(docker network inspect NETWORK) (nothing where the network does not exist),
+        lan_probe: null, or on the host that probed the range {network, gateway, result: the registered result of
+        M(hpclab.cluster.lan_neighbors_info)}})."
     type: dict
     required: true
   supported:
@@ -37,8 +45,8 @@ options:
 EXAMPLES = r"""
 # {"pi1": {"reached": true, "sudo": {"rc": 0, "stdout": "0"}, "distribution": "Debian", "distribution_version": "12.5",
 #          "memory_kb": 3881000, "devices": [], "models": None}} | hpclab.cluster.hosts_ready
-# => {"table": ["host  reached  sudo  release      memory   brick devices  models",
-#               "pi1   yes      yes   Debian 12.5  3.7 GiB  -              -"],
+# => {"table": ["host  reached  sudo  release      memory   brick devices  models  macvlan range",
+#               "pi1   yes      yes   Debian 12.5  3.7 GiB  -              -       -"],
 #     "problems": [], "ready": ["pi1"]}
 """
 
@@ -54,7 +62,7 @@ from collections.abc import Mapping
 from ansible.errors import AnsibleFilterError
 
 SUPPORTED = {"Debian": ["12"]}
-COLUMNS = ("host", "reached", "sudo", "release", "memory", "brick devices", "models")
+COLUMNS = ("host", "reached", "sudo", "release", "memory", "brick devices", "models", "macvlan range")
 
 
 def _first_line(text) -> str:
@@ -133,18 +141,57 @@ def _models(host, read):
     return "NO", f"{host}: the LLM layer's checks failed: {message}"
 
 
+def _lan(host, read, known):
+    """Rule 6: (cell, problem or None)."""
+    probe = read.get("lan_probe")
+    if not probe:
+        return "-", None
+    result = probe.get("result") or {}
+    network = probe.get("network", "")
+    if result.get("failed") or "answered" not in result:
+        why = _first_line(result.get("msg")) or "it did not run"
+        return "NOT CHECKED", (f"{host}: could not probe docker_macvlan_ip_range {network} for addresses in use ({why}). "
+                               "Fix: run the check with sudo (become) on a host with iproute2 and an interface on the LAN.")
+    from ansible_collections.hpclab.cluster.plugins.module_utils._lan import taken  # pylint: disable=import-outside-toplevel
+
+    others = taken(result["answered"], known, probe.get("gateway") or "")
+    if not others:
+        return f"free ({result.get('probed', 0)} probed)", None
+    seen = ", ".join(f"{entry['address']} ({entry['lladdr']})" for entry in others)
+    return f"TAKEN {seen}", (f"{host}: in docker_macvlan_ip_range {network}, {seen} answered from a machine of the LAN that "
+                             "is none of this inventory's container hosts, shims or containers: a Slurm container given "
+                             "that address would fight it for its packets. Fix: take the range out of the LAN's DHCP "
+                             "pool and give that machine another address, or choose a docker_macvlan_ip_range no "
+                             "machine uses.")
+
+
+def _known(reads):
+    """Every address the container hosts hold, their shims' and their containers' on the network (rule 6)."""
+    from ansible_collections.hpclab.cluster.plugins.module_utils._lan import known_addresses  # pylint: disable=import-outside-toplevel
+
+    known = set()
+    for read in reads.values():
+        if (read or {}).get("lan"):
+            try:
+                known |= known_addresses(read["lan"])
+            except (ValueError, KeyError, TypeError) as error:
+                raise AnsibleFilterError(f"hosts_ready: a host's lan read is not ip -j and docker's JSON: {error}") from error
+    return known
+
+
 def hosts_ready(reads, supported=None):
     """Filter entry point: see DOCUMENTATION."""
     if not isinstance(reads, Mapping):
         raise AnsibleFilterError(f"hosts_ready: expected a dict of hosts, got {type(reads).__name__}")
     supported = dict(supported or SUPPORTED)
     rows, problems, ready = [list(COLUMNS)], [], []
+    known = _known(reads)
     for host in sorted(reads):
         read = reads[host] or {}
         found = []
         if not read.get("reached"):
             why = _first_line(read.get("unreachable_msg")) or "no answer"
-            rows.append([host, "NO", "-", "-", "-", "-", "-"])
+            rows.append([host, "NO", "-", "-", "-", "-", "-", "-"])
             problems.append(f"{host}: Ansible could not reach it ({why}). Fix: check its address (ansible_host), that "
                             "sshd runs there, and that the inventory user (ansible_user) logs in with your SSH key.")
             continue
@@ -155,8 +202,10 @@ def hosts_ready(reads, supported=None):
         devices, device_problems = _devices(host, read)
         models, problem = _models(host, read)
         found.append(problem)
+        lan, problem = _lan(host, read, known)
+        found.append(problem)
         memory = _size(int(read["memory_kb"]) * 1024) if str(read.get("memory_kb") or "").isdigit() else "?"
-        rows.append([host, "yes", sudo, release, memory, devices, models])
+        rows.append([host, "yes", sudo, release, memory, devices, models, lan])
         found = [p for p in found if p] + device_problems
         problems += found
         if not found:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import os
+import subprocess
 import time
 
 import pytest
@@ -22,6 +24,9 @@ testinfra_hosts = [CONTROLLER]
 SLURM_PLAYBOOK = "../../playbooks/slurm.yml"
 ROLE_ALONE = "docker_macvlan_only.yml"
 NETWORK, CONTROLLER_IP = "slurm", "172.31.240.200"
+PREFLIGHT = "../../playbooks/preflight.yml"
+# The scenario's LAN (molecule.yml's docker_networks) and the macvlan range in it (group_vars).
+LAN, IP_RANGE = "hpclab-molecule-slurm", "172.31.240.192/28"
 
 
 def network_and_containers() -> dict:
@@ -219,3 +224,39 @@ def test_a_stopped_engine_is_started_by_a_run_limited_by_tags_to_another_step():
         assert time.monotonic() < deadline, controller.check_output(state)
         time.sleep(1)
     answers_as_before()
+
+
+@pytest.fixture
+def stranger():
+    """A machine of the LAN that is no host of the inventory (a plain container on the scenario's network) holding an
+    address of the macvlan range that no Slurm container or shim holds: (its address, its MAC)."""
+    held = set()
+    for name in NODES:
+        host = get_host(name)
+        held |= {c["IPv4Address"].split("/")[0] for c in json.loads(host.check_output(f"docker network inspect {NETWORK}"))[0]["Containers"].values()}
+        held |= {a["local"] for i in json.loads(host.check_output("ip -j -4 addr show")) for a in i["addr_info"]}
+    address = [str(a) for a in ipaddress.ip_network(IP_RANGE) if str(a) not in held][-1]
+    name = "hpclab-stranger"
+    subprocess.run(["docker", "run", "-d", "--rm", "--name", name, "--network", LAN, "--ip", address, "--entrypoint", "sleep",
+                    os.environ.get("HPCLAB_IMAGE", "hpclab-node:bookworm"), "900"], check=True, capture_output=True)
+    try:
+        info = json.loads(subprocess.run(["docker", "inspect", name], check=True, capture_output=True, text=True).stdout)[0]
+        yield address, info["NetworkSettings"]["Networks"][LAN]["MacAddress"]
+    finally:
+        subprocess.run(["docker", "rm", "-f", name], check=False, capture_output=True)
+
+
+def test_an_address_of_the_range_a_stranger_holds_fails_the_preflight_before_any_change(stranger):
+    """Issue 60: the read-only preflight asks the LAN for every address of the macvlan range (from the controller's node,
+    through its shim). The converge passed it with the cluster's own containers and shims answering (none is a
+    stranger); a machine outside the inventory on a free address of the range is named, with its MAC, in the table and
+    in the failure, in check mode, and nothing changes."""
+    address, mac = stranger
+    before = network_and_containers()
+    run = run_playbook(PREFLIGHT, check=True)
+    assert run.rc != 0 and run.total_changed == 0, run
+    assert f"TAKEN {address} ({mac})" in run.output, run
+    assert (f"{CONTROLLER}: in docker_macvlan_ip_range {IP_RANGE}, {address} ({mac}) answered from a machine of the LAN that "
+            "is none of this inventory's container hosts, shims or containers") in run.output, run
+    assert "Fix: take the range out of the LAN's DHCP pool" in run.output, run
+    assert network_and_containers() == before
