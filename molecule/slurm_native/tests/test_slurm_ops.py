@@ -1,14 +1,17 @@
 """Day-2 operations on real Slurm 22.05 daemons: hpclab.cluster.slurm_node_state drains a worker while a
 job runs on it, waits until the job has ended, resumes it, changes nothing on a second call and refuses
 bad input before any change; the rolling maintenance playbook restarts every slurmd while a job runs,
-and the job completes with exit code 0.
+and the job completes with exit code 0; the MUNGE key is rotated while a job runs, and nothing of Slurm notices.
 
 The tests run in file order on the slurm_native cluster, after test_slurm_native.py: each leaves every
 worker idle."""
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import os
 import time
 import uuid
 
@@ -239,6 +242,45 @@ def test_rolling_restart_refuses_a_node_drained_for_another_reason():
     assert f"-e slurm_rolling_workers={W2}" in limited.output, limited
     assert slurmd_pids() == before
     assert show(W2)["Reason"].startswith("bad disk")
+
+
+# ------------------------------------------------------------------------------ MUNGE key rotation
+
+
+def slurm_daemon_ids() -> dict:
+    """MainPID and start of slurmctld and of every slurmd: they change on any restart."""
+    units = [(CONTROLLER, "slurmctld")] + [(w, "slurmd") for w in WORKERS]
+    return {f"{h}/{u}": get_host(h).check_output(f"systemctl show -p MainPID -p ActiveEnterTimestampMonotonic {u}") for h, u in units}
+
+
+def test_rotating_the_munge_key_while_a_job_runs_loses_no_job_and_restarts_no_slurm_daemon():
+    """Day 2 (issue 60): a new key in the vault, playbooks/munge.yml with munge_rotate=true, while a job runs. Every
+    node holds the new key and munged restarted with it; Slurm's daemons ask munged for every message, so none
+    restarts: the running job completes (exit 0, not requeued), a job on every worker runs, the workers stay idle, and
+    a run without the key (the nodes' shared key adopted) changes nothing."""
+    hosts = [CONTROLLER] + WORKERS
+    before = slurm_daemon_ids()
+    job_id = submit(W1, 20, "mungejob")
+    new_key = base64.b64encode(os.urandom(128)).decode()
+    run = run_playbook("../../playbooks/munge.yml", extra_vars={"munge_key": new_key, "munge_rotate": True})
+    assert run.rc == 0, run
+    expected = hashlib.sha256(base64.b64decode(new_key)).hexdigest()
+    assert {h: get_host(h).check_output("sha256sum /etc/munge/munge.key").split()[0] for h in hosts} == {h: expected for h in hosts}
+    credential = controller().check_output("munge -n")
+    assert all(get_host(h).run(f"echo '{credential}' | unmunge").rc == 0 for h in WORKERS)
+    for _attempt in range(60):
+        fields = job_fields(job_id)
+        if fields["JobState"] not in ("RUNNING", "COMPLETING"):
+            break
+        time.sleep(1)
+    assert (fields["JobState"], fields["ExitCode"], fields["Restarts"]) == ("COMPLETED", "0:0", "0"), fields
+    assert controller().file(f"{HOME}/mungejob.end").exists
+    out = controller().check_output(f"cd {HOME} && runuser -u {USER} -- srun --nodes={len(WORKERS)} hostname")
+    assert sorted(out.split()) == sorted(WORKERS)
+    assert wait_idle(*WORKERS) == {w: "idle" for w in WORKERS}
+    assert slurm_daemon_ids() == before
+    again = run_playbook("../../playbooks/munge.yml")
+    assert again.rc == 0 and again.total_changed == 0, again
 
 
 # The whole converge in check mode, after the day-2 operations: it passes and predicts no change.
