@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import os
+import subprocess
 
 import pytest
 from helpers import get_host, inventory_hosts, journal_on_failure, run_playbook
@@ -173,3 +175,35 @@ def test_rotation_replaces_every_key_and_credentials_still_decode():
     assert all(get_host(h).run("echo %s | unmunge", credential).rc == 0 for h in testinfra_hosts)
     again = run_playbook()  # no munge_key: the hosts' shared (new) key is adopted, nothing changes
     assert again.rc == 0 and again.total_changed == 0, again
+
+
+def vaulted_inventory(tmp_path, secrets: str, password: str) -> tuple:
+    """README's "The secrets: a vault file": an inventory source whose group_vars/all/vault.yml holds SECRETS, encrypted
+    with ansible-vault; the arguments that add it to a run (its password from a file, as --ask-vault-pass would)."""
+    (tmp_path / "group_vars" / "all").mkdir(parents=True)
+    (tmp_path / "hosts.yml").write_text("all: {}\n")
+    vault, password_file = tmp_path / "group_vars" / "all" / "vault.yml", tmp_path / "vault-password"
+    vault.write_text(secrets)
+    password_file.write_text(password + "\n")
+    subprocess.run(["ansible-vault", "encrypt", "--vault-password-file", str(password_file), str(vault)], check=True, capture_output=True)
+    assert vault.read_text().startswith("$ANSIBLE_VAULT;1.1;AES256")
+    return ("-i", str(tmp_path / "hosts.yml"), "--vault-password-file", str(password_file))
+
+
+def test_a_vaulted_key_rotates_every_node_and_never_shows(tmp_path):
+    """The key given as the README says, in an encrypted vault.yml of the inventory: munge_key from a vault variable,
+    rotated with munge_rotate. Every node holds the vaulted key, the run prints neither the key nor its decoded
+    bytes; a second run with the vault changes nothing, and one with a wrong vault password fails before any change."""
+    new_key = base64.b64encode(os.urandom(128)).decode()
+    secrets = f'vault_munge_key: "{new_key}"\nmunge_key: "{{{{ vault_munge_key }}}}"\n'
+    args = vaulted_inventory(tmp_path, secrets, base64.b64encode(os.urandom(24)).decode())
+    run = run_playbook("converge.yml", *args, extra_vars={"munge_rotate": True})
+    assert run.rc == 0, run
+    expected = hashlib.sha256(base64.b64decode(new_key)).hexdigest()
+    assert {key_sha256(get_host(h)) for h in testinfra_hosts} == {expected}
+    assert new_key not in run.output and new_key[:24] not in run.output
+    again = run_playbook("converge.yml", *args)
+    assert again.rc == 0 and again.total_changed == 0, again
+    wrong = run_playbook("converge.yml", *args[:2], "--vault-password-file", str(tmp_path / "hosts.yml"))
+    assert wrong.rc != 0 and "Decryption failed" in wrong.output, wrong
+    assert {key_sha256(get_host(h)) for h in testinfra_hosts} == {expected}
