@@ -735,7 +735,7 @@ def test_issue18_key_tables_are_slurm_22_05():
     defaults = ["ClusterName", "SlurmctldHost", "SlurmUser", "AuthType", "CredType", "SlurmctldPort", "SlurmdPort",
                 "SlurmctldPidFile", "SlurmdPidFile", "SlurmdSpoolDir", "StateSaveLocation", "MpiDefault", "SwitchType",
                 "ProctrackType", "TaskPlugin", "SchedulerType", "SelectType", "SelectTypeParameters", "ReturnToService",
-                "AccountingStorageType", "AccountingStorageHost", "AccountingStoragePort", "JobAcctGatherType",
+                "InactiveLimit", "AccountingStorageType", "AccountingStorageHost", "AccountingStoragePort", "JobAcctGatherType",
                 "JobCompType", "GresTypes"]
     assert [k for k in defaults if k not in module.SLURM_CONF_KEYS] == []
     dbd_defaults = ["AuthType", "DbdHost", "DbdPort", "SlurmUser", "PidFile", "StorageType", "StorageHost", "StoragePort",
