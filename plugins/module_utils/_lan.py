@@ -28,7 +28,7 @@ def range_addresses(network: str) -> list[str]:
 
 
 def mac_bytes(mac: str) -> bytes:
-    return bytes(int(part, 16) for part in mac.split(":"))
+    return bytes.fromhex(mac.replace(":", ""))
 
 
 def mac_text(raw: bytes) -> str:
@@ -59,10 +59,10 @@ def answered(replies, network: str) -> list[dict]:
     net = ipaddress.IPv4Network(network, strict=False)
     found = {}
     for address, mac in replies:
-        if ipaddress.IPv4Address(address) in net:
-            found.setdefault(ipaddress.IPv4Address(address), [])
-            if mac not in found[ipaddress.IPv4Address(address)]:
-                found[ipaddress.IPv4Address(address)].append(mac)
+        macs = found.setdefault(ipaddress.IPv4Address(address), [])
+        if mac not in macs:
+            macs.append(mac)
+    found = {a: macs for a, macs in found.items() if a in net}
     return [{"address": str(a), "lladdr": ",".join(found[a])} for a in sorted(found)]
 
 
