@@ -8,7 +8,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 # Every scenario (tests/run-all runs them several at a time, longest first: HPCLAB_TEST_JOBS).
 SCENARIOS ?= $(patsubst molecule/%/molecule.yml,%,$(wildcard molecule/*/molecule.yml))
 
-.PHONY: help venv setup lab lab-down test lint sanity unit molecule bench bench-slurm bench-hostlist build clean
+.PHONY: help venv setup lab lab-down test lint sanity unit molecule bench bench-slurm bench-gateway bench-hostlist build clean
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -58,6 +58,9 @@ bench: setup ## Benchmark: first and no-change converge time per scenario (SCENA
 
 bench-slurm: setup ## Benchmark: our Slurm layer against the anchor galaxyproject.slurm, as a ratio (MODES="native container anchor", PAIRS=3)
 	BENCH_PAIRS=$(PAIRS) tests/bench-slurm $(MODES)
+
+bench-gateway: ## Benchmark: the LLM gateway's added latency and throughput against the model server, on the running lab (NODE=gpu1)
+	BENCH_NODE=$(or $(NODE),gpu1) tests/bench-gateway
 
 bench-hostlist: venv ## Benchmark: Slurm hostlist compress/expand against python-hostlist on 10,000 names
 	$(PY) tests/bench-hostlist

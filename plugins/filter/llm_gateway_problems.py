@@ -55,6 +55,10 @@ description:
     gateway host (O(accounts), its ID below O(min_uid)), nor a UID or GID below O(min_uid), nor a UID another account
     of the host has: the key file written into that home, and the web login, would belong to a system account. The
     rule is the Slurm roles' (the collection's C(plugin_utils/_users.py))."
+  - "Per-user limits (issue 56): (30) O(user_limits) and each entry of O(user_limits_by_user) are dicts of
+    C(daily_tokens) and C(concurrent_requests) only, each a whole number 0 or more (or null), and every name of
+    O(user_limits_by_user) is a user of O(users); (31) O(usage_textfile_dir) is empty or a canonical absolute path
+    without blanks or quotes."
 options:
   _input:
     description: C(llm_gateway_backends), each C(name), C(port), optional C(host); other keys (C(engine)) are ignored.
@@ -149,6 +153,15 @@ options:
   min_uid:
     description: C(llm_gateway_users_min_uid), the first UID and GID of a cluster user (rule 29); null judges
       no ID against a minimum (the accounts of O(accounts) against Debian's, 1000).
+    type: raw
+  user_limits:
+    description: C(llm_gateway_user_limits), every user's limits (rule 30).
+    type: raw
+  user_limits_by_user:
+    description: C(llm_gateway_user_limits_by_user), a user's own limits by name (rule 30).
+    type: raw
+  usage_textfile_dir:
+    description: C(llm_gateway_usage_textfile_dir), where the usage metrics go (rule 31).
     type: raw
 """
 
@@ -427,6 +440,41 @@ def _limit_problems(rate_limit, rate_burst, max_body_size, read_timeout, problem
                 "generation sends nothing until it ends when it does not stream).")
 
 
+def _user_limit_problems(user_limits, by_user, user_names, usage_textfile_dir, problem):
+    """Rules 30 and 31."""
+    from ansible_collections.hpclab.cluster.plugins.module_utils._llm_usage import LIMITS
+    from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import path_problem, to_int
+    example = "{daily_tokens: 200000, concurrent_requests: 2}"
+
+    def check(variable, limits):
+        if limits is None:
+            return
+        if not isinstance(limits, Mapping):
+            problem(f"{variable} is not a dict of limits ({type(limits).__name__}). Fix: write e.g. {example}.")
+            return
+        for name, value in limits.items():
+            if name not in LIMITS:
+                problem(f"{variable} has {name!r}, which is not a limit of the gateway. Fix: use daily_tokens and "
+                        "concurrent_requests only, e.g. " + example + ".")
+            elif value is not None and (to_int(value) is None or isinstance(value, (bool, float)) or to_int(value) < 0):
+                problem(f"{variable} {name} {value!r} is not a whole number, 0 or more (0 is no limit). Fix: write e.g. {example}.")
+
+    check("llm_gateway_user_limits", user_limits)
+    if not isinstance(by_user, Mapping):
+        problem(f"llm_gateway_user_limits_by_user is not a dict of user name to limits ({type(by_user).__name__}). Fix: write "
+                f"e.g. {{bob: {example}}}.")
+        by_user = {}
+    for name, limits in by_user.items():
+        if name not in user_names:
+            problem(f"llm_gateway_user_limits_by_user has limits for {name!r}, who is not in llm_gateway_users (a misspelt name, "
+                    "or a user whose access was revoked). Fix: remove the entry, or add the user.")
+        check(f"llm_gateway_user_limits_by_user {name}", limits)
+    reason = path_problem(usage_textfile_dir) if usage_textfile_dir else None
+    if reason:
+        problem(f"llm_gateway_usage_textfile_dir {usage_textfile_dir!r} {reason}. Fix: give node_exporter's textfile directory "
+                "(the monitoring role's monitoring_textfile_dir, default /var/lib/prometheus/node-exporter), or '' for no metrics.")
+
+
 def _web_problems(web_passwords, user_names, web_url, problem):
     """Rules 24-25."""
     from ansible_collections.hpclab.cluster.plugins.plugin_utils._checks import (
@@ -494,7 +542,8 @@ def llm_gateway_problems(backends, host, users=None, keys=None, backend_api_key=
                          more_reserved_ports=None, listen_address="", host_addresses=None, rate_limit="20r/s", rate_burst=40,
                          max_body_size="1m", read_timeout=900, key_dir="/etc/hpclab/llm-gateway/keys", home_root="/gfsv/home",
                          web_url="", web_passwords=None, web_password_dir="/etc/hpclab/llm-gateway/web-passwords",
-                         web_identity="webui", accounts=None, min_uid=None):
+                         web_identity="webui", accounts=None, min_uid=None, user_limits=None, user_limits_by_user=None,
+                         usage_textfile_dir=""):
     """Filter entry point: see DOCUMENTATION."""
     problems = []
 
@@ -516,6 +565,8 @@ def llm_gateway_problems(backends, host, users=None, keys=None, backend_api_key=
                 "gateway). Fix: list the cluster's users in hpclab_cluster_users (the gateway gives each a web password), "
                 "or set llm_serving_fastchat_enabled: false.")
     _path_problems(key_dir, home_root, web_password_dir, problem)
+    _user_limit_problems(user_limits, {} if user_limits_by_user is None else user_limits_by_user, user_names,
+                         usage_textfile_dir, problem)
     problems += _account_problems(host, users, user_names, accounts, min_uid)
     return problems
 

@@ -5,7 +5,7 @@
 by ``_slurm`` and ``_gluster`` where those parse it) into Prometheus samples, and write them in the text
 exposition format that node_exporter's textfile collector reads.
 
-Nothing here runs a command or imports another file of the collection: the monitoring role copies this
+Nothing here runs a command or imports another file of the collection (write_atomically is its one writer): the monitoring role copies this
 file, ``_slurm.py`` and ``_gluster.py`` next to its collector script (``hpclab-metrics``) on every node,
 so the parse code that the unit tests cover is the code that runs there. Standard library only.
 
@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import tempfile
 
 # Every metric this file writes starts with this prefix.
 PREFIX = "hpclab_"
@@ -68,6 +70,22 @@ class Metrics:
             for labels, value in family["samples"]:
                 lines.append(f"{name}{_labels(labels)} {format_value(value)}")
         return "\n".join(lines) + "\n" if lines else ""
+
+
+def write_atomically(path: str, content: str, mode: int = 0o644) -> None:
+    """Replace PATH with CONTENT at once (a file written beside it, then renamed over it): node_exporter, nginx or a
+    restarted collector never read a half-written file. The one function here that touches a file."""
+    directory = os.path.dirname(path)
+    handle, tmp = tempfile.mkstemp(dir=directory, prefix=".hpclab-", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(content)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 def _escape_help(text: str) -> str:

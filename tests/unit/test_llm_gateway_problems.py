@@ -334,3 +334,39 @@ def test_issue54_one_problem_naming_host_user_and_fix(fixture_text, user, words)
 def test_issue54_a_malformed_user_is_judged_by_the_shape_rules_only():
     problems = check(users=USERS + [{"name": "root", "uid": "x", "gid": 0}])
     assert not any("which the collection uses" in p for p in problems), problems
+
+
+# --- rules 30 and 31: per-user limits (issue 56) ------------------------------------------------------------------
+
+
+def test_the_default_limits_and_a_users_own_pass():
+    assert check(user_limits=DEFAULTS["llm_gateway_user_limits"], user_limits_by_user={},
+                 usage_textfile_dir=DEFAULTS["llm_gateway_usage_textfile_dir"]) == []
+    assert check(user_limits={"daily_tokens": 500000, "concurrent_requests": None},
+                 user_limits_by_user={"bob": {"daily_tokens": 0}, "alice": {"concurrent_requests": "2"}}, usage_textfile_dir="") == []
+
+
+@pytest.mark.parametrize("kwargs,expected", [
+    ({"user_limits": {"daily_tokens": -1}}, "gpu1: llm_gateway_user_limits daily_tokens -1 is not a whole number, 0 or more"),
+    ({"user_limits": {"daily_tokens": 1.5}}, "gpu1: llm_gateway_user_limits daily_tokens 1.5 is not a whole number"),
+    ({"user_limits": {"daily_token": 5}}, "gpu1: llm_gateway_user_limits has 'daily_token', which is not a limit of the gateway"),
+    ({"user_limits": "1000"}, "gpu1: llm_gateway_user_limits is not a dict of limits (str)"),
+    ({"user_limits_by_user": {"carol": {"daily_tokens": 5}}},
+     "gpu1: llm_gateway_user_limits_by_user has limits for 'carol', who is not in llm_gateway_users"),
+    ({"user_limits_by_user": {"bob": {"concurrent_requests": "many"}}},
+     "gpu1: llm_gateway_user_limits_by_user bob concurrent_requests 'many' is not a whole number"),
+    ({"user_limits_by_user": ["bob"]}, "gpu1: llm_gateway_user_limits_by_user is not a dict of user name to limits (list)"),
+    ({"usage_textfile_dir": "var/lib/textfiles"}, "gpu1: llm_gateway_usage_textfile_dir 'var/lib/textfiles'"),
+])
+def test_bad_limits_name_host_variable_and_fix(kwargs, expected):
+    problems = check(**kwargs)
+    assert len(problems) == 1 and problems[0].startswith(expected) and "Fix:" in problems[0], problems
+
+
+def test_the_limit_plan_groups_users_by_concurrent_limit_and_lists_budgets():
+    from ansible_collections.hpclab.cluster.plugins.filter.llm_gateway_limit_plan import FilterModule as Plan
+    plan = Plan().filters()["llm_gateway_limit_plan"]
+    assert plan(["alice", "bob", "carol"], DEFAULTS["llm_gateway_user_limits"], {}) == {"daily": {}, "concurrent": {}}
+    assert plan(["alice", "bob", "carol"], {"daily_tokens": 1000, "concurrent_requests": 4},
+                {"bob": {"concurrent_requests": 1}, "carol": {"daily_tokens": 0, "concurrent_requests": None}}) == {
+        "daily": {"alice": 1000, "bob": 1000}, "concurrent": {"4": ["alice", "carol"], "1": ["bob"]}}

@@ -103,10 +103,47 @@ def test_server_listens_on_the_cluster_address_with_the_users_map(files):
 
 def test_every_backend_has_its_named_location(files):
     site = files["site"]
-    assert "location @backend_llama-3-8b {\n        proxy_pass http://127.0.0.1:8000;\n    }" in site
-    assert "location @backend_qwen2.5-0.5b {\n        proxy_pass http://[fd00::12]:8101;\n    }" in site
+    usage = "        js_body_filter hpclab_llm_router.usage buffer_type=buffer;\n"
+    assert "location @backend_llama-3-8b {\n" + usage + "        proxy_pass http://127.0.0.1:8000;\n    }" in site
+    assert "location @backend_qwen2.5-0.5b {\n" + usage + "        proxy_pass http://[fd00::12]:8101;\n    }" in site
     assert 'const BACKENDS = ["llama-3-8b", "qwen2.5-0.5b"];' in files["router"]
     assert "r.internalRedirect('@backend_' + model);" in files["router"]
+
+
+# Streams of a vLLM server are asked for their usage chunk through a second named location that sends the router's body;
+# llama.cpp's server has no stream_options: its streams go as they are.
+def test_only_vllm_backends_get_the_location_that_asks_streams_for_their_usage(files):
+    site = files["site"]
+    assert ("location @usage_llama-3-8b {\n        js_body_filter hpclab_llm_router.usage buffer_type=buffer;\n"
+            "        proxy_set_body $hpclab_llm_body;\n        proxy_pass http://127.0.0.1:8000;\n    }") in site
+    assert "@usage_qwen2.5-0.5b" not in site
+    assert 'const USAGE_STREAMS = ["llama-3-8b"];' in files["router"]
+    assert 'const BLOCKED = "/var/lib/hpclab-llm-usage/over-budget.json";' in files["router"]
+
+
+def test_usage_log_is_json_of_routed_requests_without_key_or_prompt(files):
+    site = files["site"]
+    assert "access_log /var/log/nginx/hpclab-llm-gateway.usage.log hpclab_llm_usage if=$hpclab_llm_routed;" in site
+    log_format = re.search(r"log_format hpclab_llm_usage escape=json (.*?);", site, re.S).group(1)
+    line = "".join(re.findall(r"'(.*?)'", log_format))
+    fields = json.loads(re.sub(r"\$\w+", "x", line))
+    assert sorted(fields) == ["completion_tokens", "model", "prompt_tokens", "status", "time", "user"]
+    assert "authorization" not in log_format.lower() and "request_body" not in log_format
+
+
+def test_no_concurrent_limit_by_default_and_one_zone_per_distinct_limit():
+    assert "limit_conn hpclab" not in RoleRender(ROLE, HOST_VARS, facts=SET, play={"inventory_hostname": "gpu1"}).render(
+        "hpclab-llm-gateway.conf.j2")
+    limited = {**HOST_VARS, "llm_gateway_user_limits": {"concurrent_requests": 4},
+               "llm_gateway_user_limits_by_user": {"bob": {"concurrent_requests": 1}}}
+    site = RoleRender(ROLE, limited, facts=SET, play={"inventory_hostname": "gpu1"}).render("hpclab-llm-gateway.conf.j2")
+    assert "limit_conn hpclab_llm_concurrent_1 1;\n" in site and "limit_conn hpclab_llm_concurrent_4 4;\n" in site
+    one = re.search(r"map \$hpclab_llm_user \$hpclab_llm_concurrent_1 \{(.*?)\}", site, re.S).group(1)
+    assert re.findall(r'"(\w+)" \$hpclab_llm_user;', one) == ["bob"]
+    four = re.search(r"map \$hpclab_llm_user \$hpclab_llm_concurrent_4 \{(.*?)\}", site, re.S).group(1)
+    others = sorted(u["name"] for u in HOST_VARS["hpclab_cluster_users"] if u["name"] != "bob")
+    assert sorted(re.findall(r'"(\w+)" \$hpclab_llm_user;', four)) == others
+    assert 'if ($limit_conn_status = REJECTED)' in site
 
 
 def test_models_list_is_openai_json(files):

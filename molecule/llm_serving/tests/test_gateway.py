@@ -222,6 +222,12 @@ BAD_INPUT = [
     pytest.param({"hpclab_cluster_users": []},
                  "names a web UI, but llm_gateway_users is empty: the web UI sends every chat through the gateway",
                  id="web-ui-without-users"),
+    # Per-user limits (issue 56): a misspelt user, a negative budget.
+    pytest.param({"llm_gateway_user_limits_by_user": {"carol": {"daily_tokens": 5000}}},
+                 f"{NODE}: llm_gateway_user_limits_by_user has limits for 'carol', who is not in llm_gateway_users",
+                 id="limits-of-an-unknown-user"),
+    pytest.param({"llm_gateway_user_limits": {"daily_tokens": -1}},
+                 f"{NODE}: llm_gateway_user_limits daily_tokens -1 is not a whole number, 0 or more", id="negative-budget"),
     pytest.param({"llm_serving_fastchat_bind_address": "0.0.0.0"},
                  f"{NODE}: llm_serving_fastchat_bind_address 0.0.0.0 would listen on every network of the host",
                  id="web-ui-on-every-address"),

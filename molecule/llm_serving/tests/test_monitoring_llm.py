@@ -10,6 +10,7 @@ again until the alert has resolved, the resolved mail arrived and the model answ
 from __future__ import annotations
 
 import json
+import re
 import time
 
 from helpers import get_host, inventory_hosts, journal_on_failure
@@ -46,6 +47,17 @@ def test_monitoring_layer_converges_then_a_second_run_changes_and_restarts_nothi
 
 
 # --- configuration ---------------------------------------------------------------------------------
+
+
+def test_the_gateways_usage_per_user_is_scraped_behind_the_monitoring_login():
+    """hpclab-llm-usage's file on llm1 (alice's requests of test_gateway.py and test_gateway_usage.py) through
+    node_exporter, which Prometheus scrapes with the monitoring login, into Prometheus (issue 56)."""
+    text = get_host(LLM_NODE).check_output("cat /var/lib/prometheus/node-exporter/hpclab_llm_usage.prom")
+    expected = float(re.search(r'^hpclab_llm_completion_tokens_total\{user="alice",model="tiny-a"\} (\S+)$', text, re.M).group(1))
+    assert expected > 0
+    wait_for(lambda: value(f'hpclab_llm_completion_tokens_total{{user="alice",model="tiny-a",host="{LLM_NODE}"}}') == expected,
+             90, "alice's completion tokens in Prometheus")
+    assert value(f'hpclab_llm_user_tokens_this_month{{user="alice",host="{LLM_NODE}"}}') > 0
 
 
 def test_monitoring_daemons_and_collectors_running():

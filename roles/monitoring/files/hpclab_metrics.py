@@ -19,7 +19,6 @@ import os
 import pwd
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -226,18 +225,8 @@ COLLECTORS = {
 }
 
 
-def write_atomically(path, content, mode=0o644):
-    directory = os.path.dirname(path)
-    handle, tmp = tempfile.mkstemp(dir=directory, prefix=".hpclab-", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(content)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+# Module level, so that the unit tests can replace it here.
+write_atomically = _monitoring.write_atomically
 
 
 def layer_file(name):
