@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import json
 import re
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -33,13 +34,16 @@ def key(user: str) -> str:
     return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)["OPENAI_API_KEY"]
 
 
-def chat(user: str, model: str, stream: bool = False, max_tokens: int = 8) -> tuple[int, dict, bytes]:
-    """One chat completion through the gateway from the test machine: (status, headers, body)."""
+def chat(user: str, model: str, stream: bool = False, max_tokens: int = 8, start=None) -> tuple[int, dict, bytes]:
+    """One chat completion through the gateway from the test machine: (status, headers, body). START: a barrier to wait
+    at, once everything is ready, so that several requests leave at once."""
     body = {"model": model, "messages": [{"role": "user", "content": "Count to five."}], "max_tokens": max_tokens,
             "stream": stream}
     address = node().interface("eth0").addresses[0]
     request = urllib.request.Request(f"http://{address}:{PORT}/v1/chat/completions", data=json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json", "Authorization": f"Bearer {key(user)}"})
+    if start is not None:
+        start.wait()
     try:
         with urllib.request.urlopen(request, timeout=120) as response:
             return response.status, dict(response.headers), response.read()
@@ -123,9 +127,11 @@ def test_over_the_daily_budget_429_until_midnight_while_another_user_is_served_a
         assert chat("bob", "tiny-a")[0] == 429
         after = counters()
         assert {k: v for k, v in after.items() if k[0].endswith("_total")} == {k: v for k, v in before.items() if k[0].endswith("_total")}
-        # Alice may have one request at a time: of four at once (the server answers one after another), the others get 429.
+        # Alice may have one request at a time: of four that leave at once (the server answers one after another), the
+        # others get 429.
+        start = threading.Barrier(4)
         with ThreadPoolExecutor(max_workers=4) as pool:
-            answers = list(pool.map(lambda _turn: chat("alice", "tiny-b", max_tokens=64), range(4)))
+            answers = list(pool.map(lambda _turn: chat("alice", "tiny-b", max_tokens=128, start=start), range(4)))
         codes = sorted(answer[0] for answer in answers)
         assert 200 in codes and 429 in codes, answers
         assert all(json.loads(body)["error"]["code"] == "concurrent_requests_exceeded" for status, _headers, body in answers if status == 429)
