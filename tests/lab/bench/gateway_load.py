@@ -59,13 +59,23 @@ def run(address: str, key: str, case: tuple, clients: int, requests: int) -> dic
         with lock:
             latencies.extend(mine)
 
-    threads = [threading.Thread(target=client) for _client in range(clients)]
+    failures = []
+
+    def guarded():
+        try:
+            client()
+        except (OSError, RuntimeError) as error:
+            failures.append(str(error))
+
+    threads = [threading.Thread(target=guarded) for _client in range(clients)]
     start = time.perf_counter()
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     elapsed = time.perf_counter() - start
+    if failures:
+        raise SystemExit(f"{address} {method} {path}, {clients} clients: {failures[0]}")
     latencies.sort()
     return {"p50_ms": statistics.median(latencies) * 1000, "p95_ms": latencies[int(0.95 * (len(latencies) - 1))] * 1000,
             "per_s": len(latencies) / elapsed, "n": len(latencies)}
