@@ -72,14 +72,17 @@ class Metrics:
         return "\n".join(lines) + "\n" if lines else ""
 
 
-def write_atomically(path: str, content: str, mode: int = 0o644) -> None:
+def write_atomically(path: str, content: str, mode: int = 0o644, gid: int | None = None) -> None:
     """Replace PATH with CONTENT at once (a file written beside it, then renamed over it): node_exporter, nginx or a
-    restarted collector never read a half-written file. The one function here that touches a file."""
+    restarted collector never read a half-written file. GID: the file's group (the writer's where None). The one
+    function here that touches a file."""
     directory = os.path.dirname(path)
     handle, tmp = tempfile.mkstemp(dir=directory, prefix=".hpclab-", suffix=".tmp")
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
             out.write(content)
+        if gid is not None:
+            os.chown(tmp, -1, gid)
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:

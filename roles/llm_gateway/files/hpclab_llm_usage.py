@@ -7,7 +7,7 @@ and keep, per user and model, the requests and the tokens the model servers repo
 
 - its state (STATE, root only): the counters, each user's tokens of the day and of the month, and how far it read
   the log (inode and offset), so that the counters survive a restart of the gateway, of this service or of the host;
-- the users over their daily token budget (BLOCKED, readable by nginx), which the gateway's router answers 429 until
+- the users over their daily token budget (BLOCKED, readable by nginx's group, BLOCKED_GROUP), which the gateway's router answers 429 until
   the next local midnight;
 - the metrics (TEXTFILE, node_exporter's textfile collector reads it).
 
@@ -23,6 +23,7 @@ Usage: python3 hpclab_llm_usage.py [CONFIG]   (default /etc/hpclab-llm-usage/con
 from __future__ import annotations
 
 import datetime
+import grp
 import json
 import os
 import signal
@@ -81,7 +82,9 @@ def publish(config: dict, state: dict, budgets: dict) -> None:
     today, month = now.date().isoformat(), now.strftime("%Y-%m")
     _monitoring.write_atomically(config["state"], json.dumps(state, sort_keys=True) + "\n", 0o600)
     blocked = _llm_usage.over_budget(state, budgets, today)
-    _monitoring.write_atomically(config["blocked"], json.dumps(blocked, sort_keys=True) + "\n", 0o644)
+    # Who is over budget, and by how much, is the users' business: readable by nginx's workers (its group) only.
+    gid = grp.getgrnam(config["blocked_group"]).gr_gid if config.get("blocked_group") else None
+    _monitoring.write_atomically(config["blocked"], json.dumps(blocked, sort_keys=True) + "\n", 0o640 if gid is not None else 0o644, gid)
     if config.get("textfile"):
         metrics = _llm_usage.usage_metrics(_monitoring.Metrics(), state, budgets, today, month)
         _monitoring.write_atomically(config["textfile"], metrics.render(), 0o644)

@@ -6,6 +6,7 @@ followed across logrotate's rename, a partial last line left for the next read, 
 from __future__ import annotations
 
 import datetime
+import grp
 import importlib.util
 import json
 import os
@@ -130,7 +131,7 @@ def test_a_state_of_another_version_is_refused():
 def setup(tmp_path):
     config = {"log": str(tmp_path / "usage.log"), "state": str(tmp_path / "state.json"),
               "blocked": str(tmp_path / "over-budget.json"), "textfile": str(tmp_path / "hpclab_llm_usage.prom"),
-              "budgets": {"bob": 1000}}
+              "budgets": {"bob": 1000}, "blocked_group": grp.getgrgid(os.getgid()).gr_name}
     Path(config["log"]).write_text("", encoding="utf-8")
     return config
 
@@ -155,7 +156,8 @@ def test_counts_survive_a_restart_and_a_partial_line_waits_for_its_end(setup):
     assert run_once(setup)[0] == 1
     assert json.loads(Path(setup["blocked"]).read_text(encoding="utf-8"))["bob"]["used"] == 1100
     assert oct(os.stat(setup["state"]).st_mode & 0o777) == "0o600"
-    assert oct(os.stat(setup["blocked"]).st_mode & 0o777) == "0o644"
+    assert oct(os.stat(setup["blocked"]).st_mode & 0o777) == "0o640"  # nginx's group only
+    assert os.stat(setup["blocked"]).st_gid == os.getgid()
     append(setup["log"], line(now, "alice", 3, 4)[30:] + "\n")
     counted, state = run_once(setup)  # a new process: the state file only
     assert counted == 1
