@@ -139,3 +139,23 @@ def test_over_the_daily_budget_429_until_midnight_while_another_user_is_served_a
         back = run_playbook(GATEWAY_PLAYBOOK)
     assert back.rc == 0, back
     wait_for(lambda: chat("bob", "tiny-a")[0] == 200, 15, "bob served again without a budget")
+
+
+# The usage service stopped (an admin, or a crash past systemd's restarts): requests go on being answered and logged, and
+# a run that changes no input starts it again; it counts from where it stopped reading, so nothing answered meanwhile
+# is lost.
+def test_a_stopped_usage_service_is_started_by_a_run_that_changes_no_input_and_loses_no_request():
+    served = ("hpclab_llm_requests_total", "alice", "tiny-a")
+    node().check_output("systemctl stop hpclab-llm-usage")
+    before = counters().get(served, 0)
+    try:
+        status, _headers, body = chat("alice", "tiny-a")
+        assert status == 200, body
+        time.sleep(2)
+        assert counters().get(served, 0) == before  # not counted while stopped
+    finally:
+        run = run_playbook(GATEWAY_PLAYBOOK)
+    assert run.rc == 0, run
+    assert f"changed: [{NODE}]" in run.output.split("usage | Start it at boot and now]", 1)[1].split("TASK [", 1)[0], run
+    assert run.total_changed == 1, run
+    wait_for(lambda: counters().get(served, 0) == before + 1, 15, "alice's request of the stop counted")

@@ -1,8 +1,8 @@
 """A power cut of the LLM host (issue 53): llm1 stopped at once (docker stop -t 0: no shutdown) and started again, with
 no Ansible run. Within power_cut.BOUND s of its start, each model answers a chat completion through the gateway with
 alice's key from her home (the gateway's key check, the model server behind it), each web UI answers its login page
-on the cluster address, and Prometheus (installed by test_monitoring_llm.py, which runs before this file) sees every
-target up. A run of the converge then changes nothing. The measured times are printed (pytest -rA shows them in the
+on the cluster address, Prometheus (installed by test_monitoring_llm.py, which runs before this file) sees every
+target up, and hpclab-llm-usage counts the requests answered after the start (the gateway's usage per user). A run of the converge then changes nothing. The measured times are printed (pytest -rA shows them in the
 log)."""
 
 from __future__ import annotations
@@ -62,10 +62,26 @@ def _checks() -> dict:
     return checks
 
 
+USAGE_FILE = "/var/lib/prometheus/node-exporter/hpclab_llm_usage.prom"
+
+
+def _requests_counted() -> float:
+    """Every user's requests counted by hpclab-llm-usage, as node_exporter reads them; -1 where the file is not there."""
+    read = docker("exec", NODE, "cat", USAGE_FILE)
+    if read.returncode != 0:
+        return -1
+    return sum(float(line.rsplit(" ", 1)[1]) for line in read.stdout.splitlines() if line.startswith("hpclab_llm_requests_total{"))
+
+
 def test_after_a_power_cut_the_models_answer_through_the_gateway_by_themselves():
     checks = _checks()
     before = {layer: check() for layer, check in checks.items()}
     assert not any(before.values()), f"not serving before the cut: {before}"
+    time.sleep(3)  # hpclab-llm-usage reads its log every second: the requests above are counted by now
+    counted = _requests_counted()
+    assert counted > 0
+    # The answers' checks send requests on every try: counted again once the service follows the log after the boot.
+    checks["usage counted"] = lambda: "" if _requests_counted() > counted else f"{_requests_counted()} requests, {counted} before"
     assert docker("stop", "-t", "0", NODE).returncode == 0
     assert docker("start", NODE).returncode == 0
     back = follow(checks, time.monotonic())
