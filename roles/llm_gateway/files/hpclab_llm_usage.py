@@ -58,17 +58,17 @@ def follow(state: dict, log: str) -> int:
     where = state["log"]
     counted = 0
     try:
-        current = os.stat(log).st_ino
+        current = os.stat(log)
     except FileNotFoundError:
         return 0
-    if where["inode"] is not None and where["inode"] != current:
+    if where["inode"] is not None and where["inode"] != current.st_ino:
         rest = read_from(log + ".1", where["inode"], where["offset"])
         if rest is not None:
             counted += _llm_usage.add_lines(state, rest[0].decode("utf-8", "replace"))[0]
-        where["inode"], where["offset"] = current, 0
+        where["inode"], where["offset"] = current.st_ino, 0
     if where["inode"] is None:
-        where["inode"] = current
-    if os.stat(log).st_size < where["offset"]:  # truncated in place
+        where["inode"] = current.st_ino
+    if current.st_size < where["offset"]:  # truncated in place
         where["offset"] = 0
     grown = read_from(log, where["inode"], where["offset"])
     if grown is not None:
