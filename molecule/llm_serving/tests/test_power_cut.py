@@ -2,8 +2,8 @@
 no Ansible run. Within power_cut.BOUND s of its start, each model answers a chat completion through the gateway with
 alice's key from her home (the gateway's key check, the model server behind it), each web UI answers its login page
 on the cluster address, Prometheus (installed by test_monitoring_llm.py, which runs before this file) sees every
-target up, and hpclab-llm-usage counts the requests answered after the start (the gateway's usage per user). A run of the converge then changes nothing. The measured times are printed (pytest -rA shows them in the
-log)."""
+target up, and hpclab-llm-usage counts the requests answered after the start (the gateway's usage per user). A run
+of the converge then changes nothing. The measured times are printed (pytest -rA shows them in the log)."""
 
 from __future__ import annotations
 
